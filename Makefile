@@ -65,8 +65,8 @@ summary: $(STAMP)
 	@echo "wrote results/summary.md and README.md"
 
 test: $(STAMP)
-	cd nbs && ../$(BIN)/nbdev_test --path . --n_workers 2 --timing
-	$(BIN)/python -m pytest -q tests
+	cd nbs && OMP_NUM_THREADS=1 ../$(BIN)/nbdev_test --path . --n_workers 2 --timing
+	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q tests
 
 clean-runs:
 	rm -rf runs
