@@ -92,7 +92,7 @@ def write_json(path: Path, obj) -> Path:
     tmp.write_text(json.dumps(_jsonable(obj), indent=1) + '\n'); os.replace(tmp, path)
     return path
 
-# %% ../nbs/01_registry.ipynb #7778f0da
+# %% ../nbs/01_registry.ipynb #1b659fa4
 @dataclass
 class Experiment:
     "One run of a paper notebook at one scale: writes results, logs, tables and figures with provenance."
@@ -115,9 +115,9 @@ class Experiment:
         return write_json(self.out/f'{name}.json', rec)
 
     def log(self, name: str, **metrics) -> None:
-        "Append one line of metrics (e.g. one epoch) to `<name>.log.jsonl`."
-        self.out.mkdir(parents=True, exist_ok=True)
-        with open(self.out/f'{name}.log.jsonl', 'a') as f:
+        "Append one line of metrics (e.g. one epoch) to `<name>.log.jsonl` (`name` may contain folders)."
+        path = self.out/f'{name}.log.jsonl'; path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, 'a') as f:
             f.write(json.dumps(_jsonable(dict(time=round(time.time() - self.t0, 2), **metrics))) + '\n')
 
     def load(self, name: str) -> dict | None:
