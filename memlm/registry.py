@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 import torch
+from .data import repo_root  # one definition of the checkout root
 
 SCALES = ('smoke', 'cpu', 'gpu', 'paper')  # from seconds on synthetic data to the papers' settings
 
@@ -27,9 +28,9 @@ def pick(scale: str, **by_scale):
     raise KeyError(f"no value given for scale {scale!r} (have {sorted(by_scale)})")
 
 # %% auto #0
-__all__ = ['SCALES', 'check_scale', 'pick', 'seed_everything', 'get_device', 'device_name', 'repo_root', 'results_dir',
-           'figures_dir', 'provenance', 'write_json', 'Experiment', 'load_result', 'read_log', 'markdown_table',
-           'read_claims', 'summary_rows', 'summary_markdown', 'write_summary']
+__all__ = ['SCALES', 'check_scale', 'pick', 'seed_everything', 'get_device', 'device_name', 'results_dir', 'figures_dir',
+           'provenance', 'write_json', 'Experiment', 'load_result', 'read_log', 'markdown_table', 'read_claims',
+           'summary_rows', 'summary_markdown', 'write_summary']
 
 # %% ../nbs/01_registry.ipynb #cabb3332
 def seed_everything(seed: int) -> None:
@@ -51,10 +52,6 @@ def device_name(device: torch.device | str | None = None) -> str:
     return f"cpu ({platform.processor() or platform.machine()}, {torch.get_num_threads()} threads)"
 
 # %% ../nbs/01_registry.ipynb #09b863ad
-def repo_root() -> Path:
-    "The checkout holding the memlm package."
-    return Path(__file__).resolve().parent.parent if '__file__' in globals() else Path.cwd().parent
-
 def results_dir() -> Path: return Path(os.environ.get('MEMLM_RESULTS', repo_root()/'results'))
 def figures_dir() -> Path: return Path(os.environ.get('MEMLM_FIGURES', repo_root()/'figures'))
 

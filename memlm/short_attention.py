@@ -10,14 +10,14 @@ from functools import lru_cache
 import torch
 import torch.nn.functional as F
 from torch import nn, Tensor
-from .models import LMOutput, detach
+from .models import LMOutput, detach, train_tokens_per_second
 from .data import Vocab, Corpus, batchify, read_cbt, EOS, UNK
 from .train import LMTask, lm_loss
 
 # %% auto #0
 __all__ = ['KINDS', 'ShortAttnConfig', 'windows', 'past_mask', 'WindowAttention', 'NGramHead', 'ShortAttentionLM',
-           'AttentionProfile', 'count_params', 'match_hidden_size', 'matched_configs', 'train_throughput',
-           'compare_throughput', 'expand_hidden', 'cbt_scores', 'cbt_accuracy', 'cbt_lm_corpus', 'ArticleLMTask']
+           'AttentionProfile', 'count_params', 'match_hidden_size', 'matched_configs', 'compare_throughput',
+           'expand_hidden', 'cbt_scores', 'cbt_accuracy', 'cbt_lm_corpus', 'ArticleLMTask']
 
 # %% ../nbs/12_short_attention.ipynb #57b9e739
 KINDS = ('lstm', 'attention', 'kv', 'kvp', 'ngram')  # the five models of Table 1
@@ -236,31 +236,12 @@ def matched_configs(base: ShortAttnConfig, kinds=KINDS, tol: float = 0.01, **kw)
     return out
 
 # %% ../nbs/12_short_attention.ipynb #97bf4c34
-def train_throughput(model: nn.Module, bsz: int = 64, bptt: int = 20, steps: int = 5, warmup: int = 1, clip: float = 5.0) -> float:
-    "Training tokens/s of `model` on random [bptt, bsz] windows (Adam, clipping, detached state)."
-    V = model.decoder.out_features
-    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
-    dev = next(model.parameters()).device
-    x = torch.randint(0, V, (steps + warmup, bptt + 1, bsz), device=dev)
-    hidden = None
-    for i in range(steps + warmup):
-        if i == warmup:
-            if dev.type == 'cuda': torch.cuda.synchronize()
-            t0 = time.perf_counter()
-        out = model(x[i, :-1], hidden)
-        loss = F.nll_loss(out.logp.flatten(0, 1), x[i, 1:].flatten())
-        opt.zero_grad(); loss.backward()
-        nn.utils.clip_grad_norm_(model.parameters(), clip); opt.step()
-        hidden = detach(out.hidden)
-    if dev.type == 'cuda': torch.cuda.synchronize()
-    return steps * bptt * bsz / (time.perf_counter() - t0)
-
 def compare_throughput(cfgs: dict[str, ShortAttnConfig], rounds: int = 3, ref: str = 'lstm', **kw) -> list[dict]:
-    "Median training tokens/s of each config over interleaved rounds, and its ratio to `cfgs[ref]`."
+    "Median training tokens/s (`memlm.models.train_tokens_per_second`) of each config over interleaved rounds, and its ratio to `cfgs[ref]`."
     models = {k: ShortAttentionLM(c) for k, c in cfgs.items()}
     tps = {k: [] for k in cfgs}
     for _ in range(rounds):
-        for k, m in models.items(): tps[k].append(train_throughput(m, **kw))
+        for k, m in models.items(): tps[k].append(train_tokens_per_second(m, m.decoder.out_features, **kw))
     med = {k: sorted(v)[len(v) // 2] for k, v in tps.items()}
     return [dict(model=k, hidden=c.hidden_size, params=count_params(c), tokens_per_s=round(med[k]),
                  ratio=round(med[k] / med[ref], 3)) for k, c in cfgs.items()]
