@@ -14,8 +14,8 @@ import torch.nn.functional as F
 __all__ = ['LAYERS', 'RingBuffer', 'SkipPolicy', 'SkipRecurrence', 'SkipTrace', 'SkipLSTM', 'lstm_from', 'reward_to_go',
            'leave_one_out', 'returns', 'reinforce_loss', 'Reinforce', 'LSTMLayer', 'make_layer', 'SeqClassifier',
            'pad_crop', 'classifier_reward', 'lm_reward', 'CRF', 'reverse_padded', 'BiRNN', 'NERBatch', 'NEROut',
-           'NERTagger', 'ner_reward', 'NERVocabs', 'ner_vocabs', 'ner_collate', 'ner_f1', 'Patience',
-           'layer_tokens_per_second', 'layer_throughput', 'grad_norms_over_time']
+           'NERTagger', 'ner_reward', 'NERVocabs', 'ner_vocabs', 'ner_collate', 'ner_f1', 'layer_tokens_per_second',
+           'layer_throughput', 'grad_norms_over_time']
 
 # %% ../nbs/14_dynamic_skip.ipynb #63611d90
 class RingBuffer:
@@ -558,21 +558,6 @@ def ner_f1(model: NERTagger, sents: list[dict], v: NERVocabs, batch_size: int = 
     kw = dict(mode='strict', scheme=IOBES, zero_division=0)
     return dict(f1=100 * f1_score(gold, pred, **kw), precision=100 * precision_score(gold, pred, **kw),
                 recall=100 * recall_score(gold, pred, **kw))
-
-# %% ../nbs/14_dynamic_skip.ipynb #41eddd26
-class Patience:
-    "Early stopping for `fit`: `task.custom_eval = p.wrap(eval_fn)`, `callbacks=[p]`."
-    def __init__(self, patience: int, key: str, mode: str = 'max'):
-        self.patience, self.key, self.sign, self.best, self.bad = patience, key, (1 if mode == 'max' else -1), None, 0
-    def wrap(self, eval_fn: Callable) -> Callable:
-        def ev(model):
-            r = eval_fn(model); s = self.sign * r[self.key]
-            if self.best is None or s > self.best: self.best, self.bad = s, 0
-            else: self.bad += 1
-            return r
-        return ev
-    def __call__(self, info):
-        if self.patience and self.bad >= self.patience: info.stop = True
 
 # %% ../nbs/14_dynamic_skip.ipynb #6414ac1f
 def layer_tokens_per_second(layer: nn.Module, T: int = 35, B: int = 20, steps: int = 5, warmup: int = 2) -> float:

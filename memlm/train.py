@@ -52,6 +52,7 @@ class TrainConfig:
     monitor_mode: str = 'min'        # 'min' or 'max' (e.g. accuracy, F1)
     ckpt_every: int | None = None    # also checkpoint every this many steps inside an epoch (long epochs)
     time_budget_s: float | None = None  # stop after the epoch in which this much training time was spent
+    patience: int | None = None      # early stopping: stop after this many epochs without a new best score (None/0: never)
     load_best: bool = True           # end with the best-validation weights in the model
     progress: bool = True            # tqdm progress bar
 
@@ -309,7 +310,7 @@ class Run:
 
 def _fresh_state(cfg: TrainConfig) -> dict:
     return dict(epoch=0, step=0, batch=0, lr=cfg.lr, best=None, vals=[], history=[], averaging=cfg.finetune,
-                done=False, ep_nll=0., ep_n=0, ep_time=0., train_time=0.)
+                done=False, ep_nll=0., ep_n=0, ep_time=0., train_time=0., bad=0)
 
 # %% ../nbs/03_train.ipynb #1abf7bbd
 def start_run(model, task, cfg: TrainConfig, ckpt_dir=None, make_optimizer=make_optimizer) -> tuple[Run, dict | None]:
@@ -424,6 +425,7 @@ def end_epoch(run: Run, stop: bool = False) -> dict:
             if not math.isfinite(score): raise NonFiniteLossError(f"training stopped: validation {cfg.monitor} is {val[cfg.monitor]} "
                                                                  f"after epoch {m['epoch']}; the last good checkpoint is kept at {run.last}")
             _keep_best(run, val, score, m)
+            st['bad'] = 0 if m.get('best') else st.get('bad', 0) + 1   # epochs since the best (checkpointed: resumes exactly)
     cur = prev = None
     if val is not None:
         trigger = nonmono_trigger(st['vals'], score, cfg.nonmono)
@@ -435,6 +437,7 @@ def end_epoch(run: Run, stop: bool = False) -> dict:
         st['vals'].append(score)
     st['lr'] = decayed_lr(st['lr'], cfg, st['epoch'], cur, prev)
     if stop: st['done'] = True; m['stopped'] = 'callback'
+    if cfg.patience and st.get('bad', 0) >= cfg.patience: st['done'] = True; m['stopped'] = 'patience'
     if cfg.time_budget_s is not None and st['train_time'] >= cfg.time_budget_s: st['done'] = True; m['stopped'] = 'time budget'
     st['history'].append(m)
     st.update(epoch=st['epoch'] + 1, batch=0, ep_nll=0., ep_n=0, ep_time=0.)

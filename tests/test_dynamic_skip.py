@@ -240,12 +240,11 @@ def test_reinforce_hook_ema_baseline_and_eval_mode():
 
 
 def test_patience_stops_fit():
-    from memlm.dynamic_skip import Patience
+    "Early stopping is the core's `TrainConfig.patience` (the notebook's number-prediction and NER runs use it)."
     from memlm.train import fit, TrainConfig, BatchTask
     x, y = torch.randint(10, (40, 5)), torch.randint(10, (40,))
-    model = SeqClassifier(10, 10, lambda i: make_layer('lstm', i, 4))
-    stop = Patience(2, 'acc', 'max')
-    task = BatchTask((x, y), None, evaluate=stop.wrap(lambda m: dict(acc=0.0)))   # never improves after epoch 1
+    model = SeqClassifier(10, 10, lambda i: make_layer('dynamic', i, 4, K=2))
+    task = BatchTask((x, y), None, evaluate=lambda m: dict(acc=0.0))   # never improves after epoch 1
     hist = fit(model, task, TrainConfig(optimizer='adam', lr=1e-3, epochs=10, batch_size=20, monitor='acc', monitor_mode='max',
-               progress=False), callbacks=[stop])
-    assert len(hist) == 4
+               progress=False, patience=2), extra_loss=Reinforce(classifier_reward))
+    assert len(hist) == 3 and hist[-1]['stopped'] == 'patience'

@@ -140,3 +140,21 @@ def test_callback_stop_ends_run_after_validation(tmp_path):
     h = fit(LSTMLM(LSTMLMConfig.tiny(24)), _tiny_lm_task(), cfg, callbacks=[stop], ckpt_dir=tmp_path)
     assert len(h) == 1 and h[0]['stopped'] == 'callback' and 'val_ppl' in h[0]
     assert fit(LSTMLM(LSTMLMConfig.tiny(24)), _tiny_lm_task(), cfg, ckpt_dir=tmp_path) == h  # a finished run stays finished
+
+
+def test_patience_counter_survives_resume(tmp_path):
+    "A run interrupted between epochs stops at the same epoch as an uninterrupted one (the count is checkpointed)."
+    from memlm.data import number_prediction
+    scores = [0.5, 0.6, 0.55, 0.58, 0.59, 0.9, 0.95]
+    def run(epochs, ckpt, start=0):
+        it = iter(scores[start:])
+        task = BatchTask(number_prediction(60, 6, 0, skips=1, n_symbols=5), evaluate=lambda m: {'acc': next(it)})
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(torch.nn.Embedding(5, 4), torch.nn.Flatten(), torch.nn.Linear(24, 5))
+        cfg = TrainConfig(optimizer='adam', lr=1e-3, epochs=epochs, batch_size=20, monitor='acc', monitor_mode='max',
+                          patience=3, progress=False)
+        return fit(model, task, cfg, ckpt_dir=ckpt)
+    full = run(7, tmp_path/'a')
+    assert [h['epoch'] for h in full] == [1, 2, 3, 4, 5] and full[-1]['stopped'] == 'patience'
+    run(3, tmp_path/'b'); resumed = run(7, tmp_path/'b', start=3)
+    assert resumed[-1]['epoch'] == 5 and resumed[-1]['stopped'] == 'patience'
