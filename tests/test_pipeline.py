@@ -48,3 +48,17 @@ def test_reproduction_notebooks_have_one_smoke_parameters_cell(nb):
     assert len(params) == 1, f'{nb.name}: {len(params)} parameters cells'
     assert "scale = 'smoke'" in ''.join(params[0]['source'])
     assert not any('nbdev_export(' in ''.join(c['source']) for c in cells if c['cell_type'] == 'code')
+
+
+def test_provenance_dirty_flag_ignores_run_outputs(tmp_path):
+    "Runs rewrite tracked results/ and figures/ files; only a change to the code marks a record dirty."
+    clone = tmp_path/'clone'
+    subprocess.run(['git', 'clone', '-q', str(ROOT), str(clone)], check=True)
+    probe = "from memlm.registry import provenance; print(provenance()['dirty'])"
+    dirty = lambda: subprocess.run([sys.executable, '-c', probe], cwd=clone, capture_output=True, text=True,
+                                   env={'PYTHONPATH': str(clone), 'PATH': '/usr/bin:/bin'}, check=True).stdout.strip()
+    assert dirty() == 'False'
+    (clone/'results'/'summary.md').write_text('rewritten by a run\n')
+    assert dirty() == 'False'
+    (clone/'memlm'/'__init__.py').write_text((clone/'memlm'/'__init__.py').read_text() + '# edited\n')
+    assert dirty() == 'True'
