@@ -419,6 +419,7 @@ def end_epoch(run: Run, stop: bool = False) -> dict:
              time_s=round(st['ep_time'], 3), items_per_s=st['ep_n'] / max(st['ep_time'], 1e-9), averaging=st['averaging'])
     with averaged_weights(run.model, run.avg):
         val = run.task.evaluate(run.model)
+        if val is not None: val = {k: v.item() if hasattr(v, 'item') else v for k, v in val.items()}   # numpy/tensor scalars -> Python: checkpoints load with weights_only
         if val is not None:
             m.update({f'val_{k}': v for k, v in val.items()})
             score = _score(val, cfg)
