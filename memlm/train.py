@@ -310,7 +310,7 @@ class Run:
 
 def _fresh_state(cfg: TrainConfig) -> dict:
     return dict(epoch=0, step=0, batch=0, lr=cfg.lr, best=None, vals=[], history=[], averaging=cfg.finetune,
-                done=False, ep_nll=0., ep_n=0, ep_time=0., train_time=0., bad=0)
+                done=False, ep_nll=0., ep_n=0, ep_time=0., train_time=0.)
 
 # %% ../nbs/03_train.ipynb #1abf7bbd
 def start_run(model, task, cfg: TrainConfig, ckpt_dir=None, make_optimizer=make_optimizer) -> tuple[Run, dict | None]:
@@ -419,14 +419,13 @@ def end_epoch(run: Run, stop: bool = False) -> dict:
              time_s=round(st['ep_time'], 3), items_per_s=st['ep_n'] / max(st['ep_time'], 1e-9), averaging=st['averaging'])
     with averaged_weights(run.model, run.avg):
         val = run.task.evaluate(run.model)
-        if val is not None: val = {k: v.item() if hasattr(v, 'item') else v for k, v in val.items()}   # numpy/tensor scalars -> Python: checkpoints load with weights_only
         if val is not None:
+            val = {k: v.item() if hasattr(v, 'item') else v for k, v in val.items()}   # numpy/tensor scalars -> Python: checkpoints load with weights_only
             m.update({f'val_{k}': v for k, v in val.items()})
             score = _score(val, cfg)
             if not math.isfinite(score): raise NonFiniteLossError(f"training stopped: validation {cfg.monitor} is {val[cfg.monitor]} "
                                                                  f"after epoch {m['epoch']}; the last good checkpoint is kept at {run.last}")
             _keep_best(run, val, score, m)
-            st['bad'] = 0 if m.get('best') else st.get('bad', 0) + 1   # epochs since the best (checkpointed: resumes exactly)
     cur = prev = None
     if val is not None:
         trigger = nonmono_trigger(st['vals'], score, cfg.nonmono)
@@ -438,7 +437,9 @@ def end_epoch(run: Run, stop: bool = False) -> dict:
         st['vals'].append(score)
     st['lr'] = decayed_lr(st['lr'], cfg, st['epoch'], cur, prev)
     if stop: st['done'] = True; m['stopped'] = 'callback'
-    if cfg.patience and st.get('bad', 0) >= cfg.patience: st['done'] = True; m['stopped'] = 'patience'
+    if cfg.patience and val is not None:   # epochs since the best one, from the (checkpointed) history
+        since_best = next((i for i, h in enumerate(reversed([*st['history'], m])) if h.get('best')), len(st['history']) + 1)
+        if since_best >= cfg.patience: st['done'] = True; m['stopped'] = 'patience'
     if cfg.time_budget_s is not None and st['train_time'] >= cfg.time_budget_s: st['done'] = True; m['stopped'] = 'time budget'
     st['history'].append(m)
     st.update(epoch=st['epoch'] + 1, batch=0, ep_nll=0., ep_n=0, ep_time=0.)
