@@ -19,8 +19,8 @@ from .evaluate import evaluate, model_device
 # %% auto #0
 __all__ = ['TrainConfig', 'make_optimizer', 'epoch_generator', 'partial_shuffle', 'lm_loss', 'LMTask', 'accuracy', 'BatchTask',
            'save_checkpoint', 'load_checkpoint', 'load_model', 'rng_state', 'set_rng_state', 'nonmono_trigger',
-           'averaged_weights', 'decayed_lr', 'NonFiniteLossError', 'StepInfo', 'Run', 'start_run', 'train_step',
-           'train_epoch', 'end_epoch', 'fit', 'finish']
+           'averaged_weights', 'decayed_lr', 'NonFiniteLossError', 'TimeLimitReached', 'StepInfo', 'Run', 'start_run',
+           'train_step', 'train_epoch', 'end_epoch', 'fit', 'finish']
 
 # %% ../nbs/03_train.ipynb #ebd7d26a
 @dataclass
@@ -270,6 +270,9 @@ def decayed_lr(lr: float, cfg: TrainConfig, epoch: int, val: float | None = None
 class NonFiniteLossError(FloatingPointError):
     "Training produced a NaN or inf loss or gradient norm."
 
+class TimeLimitReached(Exception):
+    "Training stopped at a wall-clock deadline with everything checkpointed; the same call later continues it."
+
 def _check_finite(pending: list, ckpt: Path | None):
     "Raise on the first non-finite `(epoch, step, loss, grad_norm)` in `pending`; empties it."
     if not pending: return
@@ -367,8 +370,8 @@ def train_step(run: Run, batch, extra_loss: Callable | None = None) -> StepInfo:
     return StepInfo(run.model, run.opt, run.task, cfg, st['epoch'], st['step'], st['batch'], batch, out, loss.detach(), lr)
 
 # %% ../nbs/03_train.ipynb #4616b2f7
-def train_epoch(run: Run, extra_loss=None, callbacks=(), task_state: dict | None = None) -> bool:
-    "Train the current epoch of `run` to its end; True when a callback asked to stop."
+def train_epoch(run: Run, extra_loss=None, callbacks=(), task_state: dict | None = None, deadline: float | None = None) -> bool:
+    "Train the current epoch of `run` to its end; True when a callback asked to stop. Past `deadline` (a `time.time()`), checkpoint and raise `TimeLimitReached`."
     st, cfg, task = run.st, run.cfg, run.task
     run.model.train()
     batches = task.batches(st['epoch'], epoch_generator(cfg.seed, st['epoch']))
@@ -390,6 +393,10 @@ def train_epoch(run: Run, extra_loss=None, callbacks=(), task_state: dict | None
             if cfg.ckpt_every and st['step'] % cfg.ckpt_every == 0:
                 st['ep_time'] += time.time() - t0; t0 = time.time()
                 _checkpoint(run, task.state_dict())
+            if deadline is not None and time.time() >= deadline:   # a job limit: save where we are, resume later
+                st['ep_time'] += time.time() - t0; t0 = time.time()
+                _checkpoint(run, task.state_dict())
+                raise TimeLimitReached(f"deadline reached at epoch {st['epoch'] + 1}, step {st['step']}; checkpoint {run.last}")
             if info.stop: return True
         return False
     finally:
@@ -456,11 +463,13 @@ def fit(model,                           # the model to train (on its device)
         log: Callable | None = None,     # log(name, **epoch_metrics), e.g. `Experiment.log`
         name: str = 'train',             # the name passed to `log`
         make_optimizer: Callable = make_optimizer,  # make_optimizer(params, cfg) -> Optimizer
+        deadline: float | None = None,   # wall-clock `time.time()` to stop at, checkpointed (needs ckpt_dir): `TimeLimitReached`
        ) -> list[dict]:
     "Train `model` on `task` as `cfg` says; returns the per-epoch metrics."
+    if deadline is not None and ckpt_dir is None: raise ValueError('a deadline needs a ckpt_dir to save the interrupted run in')
     run, task_state = start_run(model, task, cfg, ckpt_dir, make_optimizer)
     while run.st['epoch'] < cfg.epochs and not run.st['done']:
-        stop = train_epoch(run, extra_loss, callbacks, task_state); task_state = None
+        stop = train_epoch(run, extra_loss, callbacks, task_state, deadline); task_state = None
         m = end_epoch(run, stop)
         _checkpoint(run)
         if log is not None: log(name, **m)
