@@ -29,8 +29,7 @@ def pick(scale: str, **by_scale):
 
 # %% auto #0
 __all__ = ['SCALES', 'check_scale', 'pick', 'seed_everything', 'get_device', 'device_name', 'results_dir', 'figures_dir',
-           'provenance', 'write_json', 'Experiment', 'load_result', 'read_log', 'markdown_table', 'read_claims',
-           'summary_rows', 'summary_markdown', 'write_summary']
+           'provenance', 'write_json', 'Experiment', 'load_result', 'read_log', 'markdown_table']
 
 # %% ../nbs/01_registry.ipynb #cabb3332
 def seed_everything(seed: int) -> None:
@@ -167,49 +166,3 @@ def _figure(self: Experiment, fig, name: str, dpi: int = 120) -> Path:
     return path
 
 Experiment.table, Experiment.figure = _table, _figure
-
-# %% ../nbs/01_registry.ipynb #716946b4
-import csv
-
-def read_claims(claims_dir: Path | None = None) -> list[dict]:
-    "All rows of `results/claims/*.csv`, with the paper name added."
-    claims_dir = Path(claims_dir or results_dir()/'claims')
-    rows = []
-    for f in sorted(claims_dir.glob('*.csv')):
-        with open(f, newline='') as fh:
-            for r in csv.DictReader(fh):
-                missing = {'claim', 'paper_value', 'result', 'key'} - set(r)
-                if missing: raise ValueError(f'{f.name}: missing columns {sorted(missing)}')
-                rows.append(dict(paper=f.stem, **r))
-    return rows
-
-def summary_rows(scales=('paper', 'gpu', 'cpu')) -> list[dict]:
-    "One row per claim: the paper's value and ours at each real-data scale (None where not run)."
-    out = []
-    for c in read_claims():
-        row = dict(paper=c['paper'], claim=c['claim'], paper_value=float(c['paper_value']) if c['paper_value'] else None)
-        for s in scales:
-            rec = load_result(c['paper'], c['result'], s)
-            v = (rec or {}).get('metrics', {}).get(c['key'])
-            row[f'ours ({s})'] = v
-            if v is not None and 'commit' not in row:
-                row['commit'] = ((rec['provenance'].get('commit') or '?')[:8] + ('+dirty' if rec['provenance'].get('dirty') else ''))
-        out.append(row)
-    return out
-
-def summary_markdown(scales=('paper', 'gpu', 'cpu')) -> str:
-    "The claims table for the README: paper vs ours per scale, 'not run yet' where there is no result."
-    rows = summary_rows(scales)
-    if not rows: return '_No claims registered yet._\n'
-    cols = [f'ours ({s})' for s in scales]
-    for r in rows:
-        if all(r[c] is None for c in cols): r[cols[-1]] = 'not run yet'
-        for c in cols: r[c] = '–' if r[c] is None else (_fmt(r[c]) if not isinstance(r[c], str) else r[c])
-        r.setdefault('commit', '')
-    return markdown_table(rows, ['paper', 'claim', 'paper_value', *cols, 'commit'])
-
-def write_summary(path: Path | None = None) -> str:
-    "Write the claims summary to `results/summary.md` and return it."
-    md = summary_markdown()
-    path = Path(path or results_dir()/'summary.md'); path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(md); return md
