@@ -1,8 +1,10 @@
-# memlm — two commands:  `make reproduce`  and  `make test`.
-# Both create or refresh the virtualenv from requirements.lock first.
+# memlm — two commands:  `make reproduce`  and  `make test`  (and `make lab` to read and run the notebooks).
+# All create or refresh the virtualenv from requirements.lock first.
 #
-#   make reproduce [SCALE=smoke|cpu|gpu|paper] [PAPERS="lm_core dynamic_skip ..."] [MEMLM_DATA=/path]
+#   make reproduce [SCALE=smoke|cpu|gpu|paper] [PAPERS="awd_lstm dynamic_skip ..."] [PARTS="number,ptb"]
+#                  [WORKERS=2] [TIME_LIMIT=3600] [MEMLM_DATA=/path]
 #   make test
+#   make lab
 #
 # On a machine that already has a CUDA torch (e.g. a GPU box), keep it instead of the
 # CPU wheel pinned in the lock:   make reproduce USE_SYSTEM_TORCH=1 SCALE=gpu
@@ -14,18 +16,24 @@ VENV      ?= .venv
 BIN       := $(VENV)/bin
 SCALES    := smoke cpu gpu paper
 SCALE     ?= smoke
-# Reproduction notebooks are nbs/NN_<name>.ipynb with NN >= 10 (00–09 are the shared core).
-ALL_PAPERS := $(shell ls nbs/1[0-9]*_*.ipynb 2>/dev/null | sed -E 's|nbs/[0-9]+[a-z]?_||; s|\.ipynb$$||')
+# Reproduction notebooks: the core's AWD-LSTM run (nbs/09_awd_lstm.ipynb) and one per paper, nbs/1N_<name>.ipynb.
+REPRO_NBS  := $(shell ls nbs/09_*.ipynb nbs/1[0-9]*_*.ipynb 2>/dev/null)
+ALL_PAPERS := $(shell echo $(REPRO_NBS) | tr ' ' '\n' | sed -E 's|nbs/[0-9]+[a-z]?_||; s|\.ipynb$$||')
 PAPERS    ?= $(ALL_PAPERS)
-RUNS      := runs/$(SCALE)
+PARTS     ?=
+WORKERS   ?= 1
+TIME_LIMIT ?=
+# executed notebooks: smoke runs are scratch (runs/, git-ignored); real scales are reports a reader opens (reports/<scale>/)
+RUNS      := $(if $(filter smoke,$(SCALE)),runs/smoke,reports/$(SCALE))
 USE_SYSTEM_TORCH ?=
 STAMP     := $(VENV)/.memlm-stamp
 
-.PHONY: reproduce test venv check-args summary clean-runs help
+.PHONY: reproduce test venv check-args summary clean-runs help lab
 
 help:
 	@echo "make reproduce [SCALE=$(subst $() $(),|,$(SCALES))] [PAPERS='$(ALL_PAPERS)']"
 	@echo "make test"
+	@echo "make lab        # JupyterLab in nbs/, from the venv"
 
 check-args:
 	@if ! echo " $(SCALES) " | grep -q " $(SCALE) "; then \
@@ -47,13 +55,14 @@ $(STAMP): requirements.lock setup.py settings.ini
 venv: $(STAMP)
 
 reproduce: check-args $(STAMP)
-	@mkdir -p $(RUNS)
+	@mkdir -p $(RUNS) runs
 	@set -e; for p in $(PAPERS); do \
-	  nb=$$(ls nbs/1*_$$p.ipynb | head -1); \
+	  nb=$$(ls nbs/[01][0-9]*_$$p.ipynb | head -1); \
 	  echo "== $$p ($$nb) at scale $(SCALE)"; \
 	  MEMLM_DATA="$(MEMLM_DATA)" $(BIN)/papermill --cwd nbs --no-progress-bar --log-output \
-	    $$nb $(RUNS)/$$(basename $$nb) -p scale $(SCALE) > $(RUNS)/$$p.log 2>&1 \
-	    || { tail -40 $(RUNS)/$$p.log; echo "error: $$p failed, log: $(RUNS)/$$p.log" >&2; exit 1; }; \
+	    $$nb $(RUNS)/$$(basename $$nb) -p scale $(SCALE) -p workers $(WORKERS) \
+	    $(if $(PARTS),-y "parts: [$(PARTS)]") $(if $(TIME_LIMIT),-p time_limit_s $(TIME_LIMIT)) > runs/$(SCALE)-$$p.log 2>&1 \
+	    || { tail -40 runs/$(SCALE)-$$p.log; echo "error: $$p failed, log: runs/$(SCALE)-$$p.log" >&2; exit 1; }; \
 	done
 	@$(MAKE) --no-print-directory summary
 
@@ -67,6 +76,9 @@ summary: $(STAMP)
 test: $(STAMP)
 	cd nbs && OMP_NUM_THREADS=1 ../$(BIN)/nbdev_test --path . --n_workers 2 --timing
 	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q tests
+
+lab: $(STAMP)
+	$(BIN)/jupyter lab --notebook-dir=nbs
 
 clean-runs:
 	rm -rf runs

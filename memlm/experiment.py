@@ -17,8 +17,8 @@ from .train import fit, TimeLimitReached
 # %% auto #0
 __all__ = ['CLAIM_COLUMNS', 'VERDICTS', 'NotebookParams', 'snapshot', 'read_params', 'fn_name', 'config_dict', 'content_key',
            'Spec', 'stop_reason', 'fit_summary', 'RunContext', 'ToyConfig', 'toy_regression', 'runs_dir', 'load_record',
-           'execute', 'Results', 'Plan', 'mean_sd', 'aggregate', 'row_metrics', 'read_claims', 'check_expect',
-           'verdict', 'claim_value', 'summary_rows', 'summary_markdown', 'write_summary', 'adopt']
+           'execute', 'Results', 'Plan', 'mean_sd', 'aggregate', 'row_metrics', 'fmt_ms', 'read_claims', 'check_expect',
+           'verdict', 'claim_value', 'summary_rows', 'summary_markdown', 'write_summary', 'unrecorded_claims', 'adopt']
 
 # %% ../nbs/05_experiment.ipynb #1d966c4f
 @dataclass
@@ -198,7 +198,7 @@ def execute(spec: Spec, root: Path, *, deadline: float | None = None, rerun: boo
     write_json(d/'record.json', rec)
     return rec
 
-# %% ../nbs/05_experiment.ipynb #24ace9ef
+# %% ../nbs/05_experiment.ipynb #204cac4a
 def _worker_init(threads: int | None):
     if threads: torch.set_num_threads(threads)
 
@@ -215,6 +215,15 @@ class Results(dict):
     def metrics(self, specs: list[Spec]) -> list[dict]:
         "The metrics of those `specs` that finished (in order)."
         return [self[s]['metrics'] for s in specs if self.done(s)]
+    def by_name(self, specs: list[Spec]) -> dict[str, list[dict]]:
+        "The finished runs' metrics grouped by run name (a table's rows; the seeds are the list)."
+        out = {}
+        for s in specs:
+            if self.done(s): out.setdefault(s.name, []).append(self[s]['metrics'])
+        return out
+    def table_metrics(self, specs: list[Spec], keys=None) -> dict:
+        "`row_metrics` of every name among `specs`: what an aggregated record holds."
+        return {k: v for name, ms in self.by_name(specs).items() for k, v in row_metrics(name, ms, keys).items()}
     @property
     def complete(self) -> bool: return all(self.done(s) for s in self.specs)
     def status(self) -> str:
@@ -284,7 +293,7 @@ class Plan:
                     for f in as_completed(futs):
                         s = futs[f]; records[s.folder] = f.result()
                         if progress: print(_run_line(records[s.folder], s))
-        res = Results(specs, records, remaining)
+        res = Results(specs, {s.folder: records[s.folder] for s in specs if s.folder in records}, remaining)   # plan order
         if progress and not res.complete: print(res.status())
         return res
 
@@ -325,7 +334,18 @@ def row_metrics(row: str, metrics: list[dict], keys=None) -> dict:
         out[f'{row}/{k}'], out[f'{row}/{k}_std'], out[f'{row}/{k}_n'] = a['mean'], a['sd'], a['n']
     return out
 
-# %% ../nbs/05_experiment.ipynb #ffb3195d
+# %% ../nbs/05_experiment.ipynb #3a23c891
+def fmt_ms(metrics: dict, key: str, digits: int = 1, unit: str = '') -> str:
+    "'79.5 ± 2.5% (3 seeds)' from a record's `<key>`, `<key>_std`, `<key>_n`; '(not run)' when absent."
+    v = metrics.get(key)
+    if v is None: return '(not run)'
+    sd, n = metrics.get(f'{key}_std'), metrics.get(f'{key}_n')
+    out = f'{v:.{digits}f}{unit}'
+    if n and n > 1: out = f'{v:.{digits}f} ± {sd:.{digits}f}{unit} ({n} seeds)'
+    elif n == 1: out += ' (1 seed)'
+    return out
+
+# %% ../nbs/05_experiment.ipynb #800647b0
 CLAIM_COLUMNS = ('claim', 'paper_value', 'result', 'key', 'expect', 'tol', 'note')
 VERDICTS = ('reproduced', 'direction only', 'not reproduced', 'not run')
 
@@ -369,7 +389,7 @@ def verdict(ours: float | None, paper: float | None, expect: str, tol: float | N
         return 'reproduced' if abs(ours - paper) <= (0.5 if tol is None else tol) * abs(paper) else 'direction only'
     return '–'                       # informational: no verdict asked for
 
-# %% ../nbs/05_experiment.ipynb #906801e1
+# %% ../nbs/05_experiment.ipynb #cb50a65a
 def claim_value(c: dict, scales=('paper', 'gpu', 'cpu')) -> dict | None:
     "Ours for claim `c` at the largest scale with a value: value, sd, n, scale, commit; None when not run."
     for s in scales:
@@ -409,7 +429,17 @@ def write_summary(path: Path | None = None) -> str:
     path = Path(path or results_dir()/'summary.md'); path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(md); return md
 
-# %% ../nbs/05_experiment.ipynb #28ff5151
+# %% ../nbs/05_experiment.ipynb #7596ff92
+def unrecorded_claims(paper: str, scale: str) -> list[str]:
+    "Claims of `paper` whose record exists at `scale` but does not hold the claim's key."
+    out = []
+    for c in read_claims():
+        if c['paper'] != paper: continue
+        p = results_dir()/check_scale(scale)/paper/f"{c['result']}.json"
+        if p.exists() and c['key'] not in json.loads(p.read_text()).get('metrics', {}): out.append(f"{c['claim']} ({c['result']}: {c['key']})")
+    return out
+
+# %% ../nbs/05_experiment.ipynb #ea58620e
 def _last_clean_run(lines: list[dict]) -> list[dict]:
     "The epochs of the last training run in a log that earlier runs may have appended to (epochs restart at 1)."
     start = max((i for i, l in enumerate(lines) if l.get('epoch') == 1), default=0)
