@@ -20,7 +20,7 @@ __all__ = ['CLAIM_COLUMNS', 'VERDICTS', 'NotebookParams', 'snapshot', 'read_para
            'execute', 'Results', 'Plan', 'mean_sd', 'aggregate', 'row_metrics', 'fmt_ms', 'read_claims', 'check_expect',
            'verdict', 'claim_value', 'summary_rows', 'summary_markdown', 'write_summary', 'unrecorded_claims', 'adopt']
 
-# %% ../nbs/05_experiment.ipynb #1d966c4f
+# %% ../nbs/05_experiment.ipynb #e6ddd008
 @dataclass
 class NotebookParams:
     "The papermill parameters every reproduction notebook takes (subclass it to add a notebook's own)."
@@ -40,7 +40,7 @@ def snapshot(ns: dict) -> frozenset:
 def read_params(ns: dict, before: frozenset, parts=(), cls=NotebookParams) -> NotebookParams:
     "The notebook parameters defined in `ns` since `before`, checked: unknown names, scale or parts raise `ValueError`."
     valid = [f.name for f in fields(cls)]
-    new = [k for k in ns if k not in before and not k.startswith('_')]
+    new = [k for k in ns if k not in before and not k.startswith('_') and ns[k] is not before]   # (the snapshot's own name)
     unknown = [k for k in new if k not in valid]
     if unknown: raise ValueError(f"unknown parameter(s) {', '.join(map(repr, unknown))}; valid parameters: {', '.join(valid)}")
     p = cls(**{k: ns[k] for k in new})
@@ -198,7 +198,7 @@ def execute(spec: Spec, root: Path, *, deadline: float | None = None, rerun: boo
     write_json(d/'record.json', rec)
     return rec
 
-# %% ../nbs/05_experiment.ipynb #204cac4a
+# %% ../nbs/05_experiment.ipynb #89edb157
 def _worker_init(threads: int | None):
     if threads: torch.set_num_threads(threads)
 
@@ -261,6 +261,7 @@ class Plan:
             device=None, margin_s: float | None = None, progress: bool = True) -> Results:
         "Execute the missing runs of `parts`; returns their records (and what remains when the time limit hits)."
         t0 = time.time()
+        rerun = rerun or self.scale == 'smoke'     # smoke runs test the code: never served from a cache
         specs = self.specs(parts)
         margin = margin_s if margin_s is not None else (min(120., 0.05 * time_limit_s) if time_limit_s else 0.)
         deadline = t0 + time_limit_s - margin if time_limit_s else None
