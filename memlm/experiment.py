@@ -16,9 +16,10 @@ from .train import fit, TimeLimitReached
 
 # %% auto #0
 __all__ = ['CLAIM_COLUMNS', 'VERDICTS', 'NotebookParams', 'snapshot', 'read_params', 'fn_name', 'config_dict', 'content_key',
-           'Spec', 'stop_reason', 'fit_summary', 'RunContext', 'ToyConfig', 'toy_regression', 'runs_dir', 'load_record',
-           'execute', 'Results', 'Plan', 'mean_sd', 'aggregate', 'row_metrics', 'fmt_ms', 'read_claims', 'check_expect',
-           'verdict', 'claim_value', 'summary_rows', 'summary_markdown', 'write_summary', 'unrecorded_claims', 'adopt']
+           'data_identity', 'Spec', 'stop_reason', 'fit_summary', 'RunContext', 'ToyConfig', 'toy_regression',
+           'runs_dir', 'load_record', 'execute', 'Results', 'Plan', 'mean_sd', 'aggregate', 'row_metrics', 'fmt_ms',
+           'read_claims', 'check_expect', 'verdict', 'claim_value', 'summary_rows', 'summary_markdown', 'write_summary',
+           'unrecorded_claims', 'adopt']
 
 # %% ../nbs/05_experiment.ipynb #e6ddd008
 @dataclass
@@ -54,7 +55,7 @@ def read_params(ns: dict, before: frozenset, parts=(), cls=NotebookParams) -> No
     if p.time_limit_s is not None and p.time_limit_s <= 0: raise ValueError(f'time_limit_s must be positive, got {p.time_limit_s!r}')
     return p
 
-# %% ../nbs/05_experiment.ipynb #9f30ca33
+# %% ../nbs/05_experiment.ipynb #f98222e1
 def fn_name(fn: Callable) -> str: return f'{fn.__module__}.{fn.__qualname__}'
 
 def config_dict(cfg) -> dict:
@@ -68,6 +69,12 @@ def content_key(*parts) -> str:
     "A short stable hash of JSON-able parts."
     return hashlib.sha1(json.dumps(_jsonable(parts), sort_keys=True).encode()).hexdigest()[:10]
 
+def data_identity(name: str) -> str:
+    "A corpus's identity for run keys: its name and a hash of its files' known sha256 checksums."
+    from memlm.data import SOURCES
+    if name not in SOURCES: return name                        # generated data: the config pins it
+    return f'{name}:{content_key(sorted(SOURCES[name].files.items()))}'
+
 @dataclass
 class Spec:
     "One run: `fn(cfg, seed, ctx)`; identified by its content (function, config, seed, data identity)."
@@ -77,6 +84,7 @@ class Spec:
     name: str = ''                   # a short label for the folder and the tables (default: the config's type)
     data_id: str | None = None       # identity of data the config does not pin (e.g. corpus checksums)
     extends: Spec | None = None      # start from this run's last checkpoint (the same training, a longer budget)
+    needs: tuple = ()                # runs that must finish first (e.g. the model this run evaluates); not part of the key
     def __post_init__(self):
         if not callable(self.fn) or '<locals>' in self.fn.__qualname__ or self.fn.__name__ == '<lambda>':
             raise TypeError(f'{self.fn!r}: an experiment function must be a module-level function (worker processes import it)')
@@ -198,7 +206,7 @@ def execute(spec: Spec, root: Path, *, deadline: float | None = None, rerun: boo
     write_json(d/'record.json', rec)
     return rec
 
-# %% ../nbs/05_experiment.ipynb #89edb157
+# %% ../nbs/05_experiment.ipynb #d9f7accb
 def _worker_init(threads: int | None):
     if threads: torch.set_num_threads(threads)
 
@@ -251,10 +259,11 @@ class Plan:
         bad = [p for p in parts if p not in self.parts]
         if bad: raise ValueError(f"unknown part(s) {', '.join(map(repr, bad))}; valid parts: {', '.join(self.parts)}")
         out = {}
+        def add(s):
+            for r in _requires(s): add(r)
+            out.setdefault(s.folder, s)
         for p in parts:
-            for s in self.parts[p]:
-                if s.extends is not None: out.setdefault(s.extends.folder, s.extends)
-                out.setdefault(s.folder, s)
+            for s in self.parts[p]: add(s)
         return list(out.values())
 
     def run(self, parts=None, *, workers: int = 1, time_limit_s: float | None = None, rerun: bool = False,
@@ -300,17 +309,23 @@ class Plan:
 
     @staticmethod
     def _waves(todo: list[Spec]) -> list[list[Spec]]:
-        "Split runs so that a run that extends another one goes after it."
-        first = [s for s in todo if s.extends is None or s.extends.folder not in {t.folder for t in todo}]
-        rest = [s for s in todo if s not in first]
-        return [first] + ([rest] if rest else [])
+        "Split runs into waves so that a run goes after the runs it extends or needs."
+        waves, left = [], list(todo)
+        while left:
+            pending = {t.folder for t in left}
+            wave = [s for s in left if not any(r.folder in pending for r in _requires(s))]
+            if not wave: raise ValueError(f'circular run dependencies among {sorted(pending)}')
+            waves.append(wave); left = [s for s in left if s not in wave]
+        return waves
+
+def _requires(s: Spec) -> list[Spec]: return ([s.extends] if s.extends is not None else []) + list(s.needs)
 
 def _run_line(rec: dict, s: Spec) -> str:
     m = rec.get('metrics') or {}
     shown = ', '.join(f'{k} {v:.4g}' for k, v in list(m.items())[:4] if isinstance(v, (int, float)))
     return f"  {s.folder}: {rec['status']}, {rec.get('epochs')} epochs ({rec.get('stop_reason')}), {rec['train_time_s']:.0f}s train; {shown}"
 
-# %% ../nbs/05_experiment.ipynb #b07b36c8
+# %% ../nbs/05_experiment.ipynb #c3b2b65d
 def mean_sd(xs) -> tuple[float, float]:
     "Mean and sample standard deviation (0 for one value)."
     xs = [float(x) for x in xs]
@@ -335,7 +350,7 @@ def row_metrics(row: str, metrics: list[dict], keys=None) -> dict:
         out[f'{row}/{k}'], out[f'{row}/{k}_std'], out[f'{row}/{k}_n'] = a['mean'], a['sd'], a['n']
     return out
 
-# %% ../nbs/05_experiment.ipynb #3a23c891
+# %% ../nbs/05_experiment.ipynb #cf58dcda
 def fmt_ms(metrics: dict, key: str, digits: int = 1, unit: str = '') -> str:
     "'79.5 ± 2.5% (3 seeds)' from a record's `<key>`, `<key>_std`, `<key>_n`; '(not run)' when absent."
     v = metrics.get(key)
@@ -346,7 +361,7 @@ def fmt_ms(metrics: dict, key: str, digits: int = 1, unit: str = '') -> str:
     elif n == 1: out += ' (1 seed)'
     return out
 
-# %% ../nbs/05_experiment.ipynb #800647b0
+# %% ../nbs/05_experiment.ipynb #120333d9
 CLAIM_COLUMNS = ('claim', 'paper_value', 'result', 'key', 'expect', 'tol', 'note')
 VERDICTS = ('reproduced', 'direction only', 'not reproduced', 'not run')
 
@@ -390,7 +405,7 @@ def verdict(ours: float | None, paper: float | None, expect: str, tol: float | N
         return 'reproduced' if abs(ours - paper) <= (0.5 if tol is None else tol) * abs(paper) else 'direction only'
     return '–'                       # informational: no verdict asked for
 
-# %% ../nbs/05_experiment.ipynb #cb50a65a
+# %% ../nbs/05_experiment.ipynb #dd110bce
 def claim_value(c: dict, scales=('paper', 'gpu', 'cpu')) -> dict | None:
     "Ours for claim `c` at the largest scale with a value: value, sd, n, scale, commit; None when not run."
     for s in scales:
@@ -430,7 +445,7 @@ def write_summary(path: Path | None = None) -> str:
     path = Path(path or results_dir()/'summary.md'); path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(md); return md
 
-# %% ../nbs/05_experiment.ipynb #7596ff92
+# %% ../nbs/05_experiment.ipynb #6ce449d2
 def unrecorded_claims(paper: str, scale: str) -> list[str]:
     "Claims of `paper` whose record exists at `scale` but does not hold the claim's key."
     out = []
@@ -440,7 +455,7 @@ def unrecorded_claims(paper: str, scale: str) -> list[str]:
         if p.exists() and c['key'] not in json.loads(p.read_text()).get('metrics', {}): out.append(f"{c['claim']} ({c['result']}: {c['key']})")
     return out
 
-# %% ../nbs/05_experiment.ipynb #ea58620e
+# %% ../nbs/05_experiment.ipynb #3feae027
 def _last_clean_run(lines: list[dict]) -> list[dict]:
     "The epochs of the last training run in a log that earlier runs may have appended to (epochs restart at 1)."
     start = max((i for i, l in enumerate(lines) if l.get('epoch') == 1), default=0)
