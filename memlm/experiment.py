@@ -206,7 +206,7 @@ def execute(spec: Spec, root: Path, *, deadline: float | None = None, rerun: boo
     write_json(d/'record.json', rec)
     return rec
 
-# %% ../nbs/05_experiment.ipynb #d9f7accb
+# %% ../nbs/05_experiment.ipynb #bae62c19
 def _worker_init(threads: int | None):
     if threads: torch.set_num_threads(threads)
 
@@ -284,7 +284,7 @@ class Plan:
         if progress and todo: print(f'{self.paper} ({self.scale}): {len(specs) - len(todo)} of {len(specs)} runs cached, {len(todo)} to run')
         if workers <= 1 or len(todo) <= 1:
             for s in todo:
-                if deadline is not None and time.time() >= deadline: remaining.append(s); continue
+                if deadline is not None and time.time() >= deadline or not _ready(s, records): remaining.append(s); continue
                 records[s.folder] = execute(s, self.root, deadline=deadline, rerun=rerun, device=device)
                 if progress: print(_run_line(records[s.folder], s))
         else:
@@ -297,7 +297,7 @@ class Plan:
                 for wave in todo:
                     futs = {}
                     for i, s in enumerate(wave):
-                        if deadline is not None and time.time() >= deadline: remaining.append(s); continue
+                        if deadline is not None and time.time() >= deadline or not _ready(s, records): remaining.append(s); continue
                         dev = f'cuda:{i % ngpu}' if ngpu else device
                         futs[ex.submit(_worker_run, s, str(self.root), deadline, rerun, dev)] = s
                     for f in as_completed(futs):
@@ -319,6 +319,9 @@ class Plan:
         return waves
 
 def _requires(s: Spec) -> list[Spec]: return ([s.extends] if s.extends is not None else []) + list(s.needs)
+def _ready(s: Spec, records: dict) -> bool:
+    "Whether everything `s` extends or needs has finished."
+    return all(records.get(r.folder, {}).get('status') == 'done' for r in _requires(s))
 
 def _run_line(rec: dict, s: Spec) -> str:
     m = rec.get('metrics') or {}
