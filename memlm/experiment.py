@@ -15,11 +15,11 @@ from .registry import (SCALES, check_scale, results_dir, provenance, write_json,
 from .train import fit, TimeLimitReached
 
 # %% auto #0
-__all__ = ['CLAIM_COLUMNS', 'VERDICTS', 'NotebookParams', 'snapshot', 'read_params', 'fn_name', 'config_dict', 'content_key',
-           'data_identity', 'Spec', 'stop_reason', 'fit_summary', 'RunContext', 'ToyConfig', 'toy_regression',
-           'runs_dir', 'load_record', 'execute', 'Results', 'Plan', 'mean_sd', 'aggregate', 'row_metrics', 'fmt_ms',
-           'read_claims', 'check_expect', 'verdict', 'claim_value', 'summary_rows', 'summary_markdown', 'write_summary',
-           'unrecorded_claims', 'adopt']
+__all__ = ['CLAIM_COLUMNS', 'VERDICTS', 'NotebookParams', 'snapshot', 'read_params', 'fn_name', 'config_dict', 'key_dict',
+           'content_key', 'data_identity', 'Spec', 'stop_reason', 'fit_summary', 'RunContext', 'ToyConfig',
+           'toy_regression', 'runs_dir', 'load_record', 'execute', 'Results', 'Plan', 'mean_sd', 'aggregate',
+           'row_metrics', 'fmt_ms', 'read_claims', 'check_expect', 'verdict', 'claim_value', 'summary_rows',
+           'summary_markdown', 'write_summary', 'unrecorded_claims', 'adopt']
 
 # %% ../nbs/05_experiment.ipynb #e6ddd008
 @dataclass
@@ -55,7 +55,7 @@ def read_params(ns: dict, before: frozenset, parts=(), cls=NotebookParams) -> No
     if p.time_limit_s is not None and p.time_limit_s <= 0: raise ValueError(f'time_limit_s must be positive, got {p.time_limit_s!r}')
     return p
 
-# %% ../nbs/05_experiment.ipynb #f98222e1
+# %% ../nbs/05_experiment.ipynb #c02e73c2
 def fn_name(fn: Callable) -> str: return f'{fn.__module__}.{fn.__qualname__}'
 
 def config_dict(cfg) -> dict:
@@ -64,6 +64,14 @@ def config_dict(cfg) -> dict:
     if is_dataclass(cfg): return {'_type': type(cfg).__qualname__, **_jsonable(asdict(cfg))}
     if isinstance(cfg, dict): return _jsonable(cfg)
     raise TypeError(f'a run config must be a dataclass or a dict, got {type(cfg).__name__}')
+
+def key_dict(cfg) -> dict:
+    "`config_dict` without the fields marked `field(metadata={'key': False})` (where files are, progress bars): what identifies a run."
+    if is_dataclass(cfg):
+        return {'_type': type(cfg).__qualname__, **{f.name: key_dict(getattr(cfg, f.name)) for f in fields(cfg) if f.metadata.get('key', True)}}
+    if isinstance(cfg, dict): return {str(k): key_dict(v) for k, v in cfg.items()}
+    if isinstance(cfg, (list, tuple)): return [key_dict(v) for v in cfg]
+    return _jsonable(cfg)
 
 def content_key(*parts) -> str:
     "A short stable hash of JSON-able parts."
@@ -90,7 +98,7 @@ class Spec:
             raise TypeError(f'{self.fn!r}: an experiment function must be a module-level function (worker processes import it)')
         self.name = self.name or type(self.cfg).__name__
     @property
-    def key(self) -> str: return content_key(fn_name(self.fn), config_dict(self.cfg), self.seed, self.data_id)
+    def key(self) -> str: return content_key(fn_name(self.fn), key_dict(self.cfg), self.seed, self.data_id)
     @property
     def folder(self) -> str: return f'{self.name}-s{self.seed}-{self.key}'
     def __repr__(self): return f'Spec({self.folder})'

@@ -45,7 +45,7 @@ class TrainConfig:
     lr_decay_threshold: float | None = None  # Gui et al.: divide when val ppl (else val loss) improves by less
     partial_shuffle: bool = False    # Press 2019: rotate every stream by a random offset each epoch
     seed: int = 0                    # seeds dropout, batch order and BPTT lengths
-    log_interval: int = 50           # steps between progress-bar updates (and NaN checks)
+    log_interval: int = field(default=50, metadata={'key': False})  # steps between progress-bar updates (and NaN checks)
     max_steps_per_epoch: int | None = None  # cap the steps of an epoch (smoke runs)
     eval_batch_size: int = 10        # validation batch size
     monitor: str = 'loss'            # validation metric that picks the best model and drives NT-ASGD
@@ -54,7 +54,8 @@ class TrainConfig:
     time_budget_s: float | None = None  # stop after the epoch in which this much training time was spent
     patience: int | None = None      # early stopping: stop after this many epochs without a new best score (None/0: never)
     load_best: bool = True           # end with the best-validation weights in the model
-    progress: bool = True            # tqdm progress bar
+    progress: bool = field(default=True, metadata={'key': False})  # tqdm progress bar
+    # (fields with metadata key=False do not change the result: memlm.experiment leaves them out of a run's key)
 
 # %% ../nbs/03_train.ipynb #036fb170
 def make_optimizer(params, cfg: TrainConfig) -> torch.optim.Optimizer:
