@@ -103,13 +103,13 @@ class Spec:
     def folder(self) -> str: return f'{self.name}-s{self.seed}-{self.key}'
     def __repr__(self): return f'Spec({self.folder})'
 
-# %% ../nbs/05_experiment.ipynb #6bf9b770
+# %% ../nbs/05_experiment.ipynb #f7299d36
 def stop_reason(hist: list[dict], epochs: int) -> str:
     "Why a `fit` history ended: patience, time budget, fine-tuning converged, callback, or the epoch cap (still improving or not)."
     if not hist: return 'not started'
-    if hist[-1].get('stopped'): return hist[-1]['stopped']
-    if len(hist) >= epochs: return 'cap (still improving)' if hist[-1].get('best') and len(hist) > 1 else 'cap'
-    return 'unknown'
+    reason = hist[-1].get('stopped') or ('cap' if len(hist) >= epochs else 'unknown')
+    if reason not in ('patience', 'finetune converged') and hist[-1].get('best') and len(hist) > 1: reason += ' (still improving)'
+    return reason
 
 def fit_summary(hist: list[dict], epochs: int, stage: str = 'train') -> dict:
     "Epochs, best epoch, stop reason and training time of a `fit` history."
