@@ -18,8 +18,8 @@ from .train import fit, TimeLimitReached
 __all__ = ['CLAIM_COLUMNS', 'VERDICTS', 'NotebookParams', 'snapshot', 'read_params', 'fn_name', 'config_dict', 'key_dict',
            'content_key', 'data_identity', 'Spec', 'stop_reason', 'fit_summary', 'RunContext', 'ToyConfig',
            'toy_regression', 'runs_dir', 'load_record', 'execute', 'Results', 'Plan', 'mean_sd', 'aggregate',
-           'row_metrics', 'fmt_ms', 'read_claims', 'check_expect', 'verdict', 'claim_value', 'summary_rows',
-           'summary_markdown', 'write_summary', 'unrecorded_claims', 'adopt']
+           'row_metrics', 'fmt_ms', 'read_claims', 'check_expect', 'verdict', 'claim_value', 'trained_at',
+           'summary_rows', 'summary_markdown', 'write_summary', 'unrecorded_claims', 'adopt']
 
 # %% ../nbs/05_experiment.ipynb #e6ddd008
 @dataclass
@@ -416,7 +416,7 @@ def verdict(ours: float | None, paper: float | None, expect: str, tol: float | N
         return 'reproduced' if abs(ours - paper) <= (0.5 if tol is None else tol) * abs(paper) else 'direction only'
     return '–'                       # informational: no verdict asked for
 
-# %% ../nbs/05_experiment.ipynb #dd110bce
+# %% ../nbs/05_experiment.ipynb #4cc91565
 def claim_value(c: dict, scales=('paper', 'gpu', 'cpu')) -> dict | None:
     "Ours for claim `c` at the largest scale with a value: value, sd, n, scale, commit; None when not run."
     for s in scales:
@@ -425,10 +425,14 @@ def claim_value(c: dict, scales=('paper', 'gpu', 'cpu')) -> dict | None:
         rec = json.loads(p.read_text()); m = rec.get('metrics', {})
         v = m.get(c['key'])
         if v is None or isinstance(v, str): continue
-        pv = rec.get('provenance', {})
-        return dict(value=float(v), sd=m.get(f"{c['key']}_std"), n=m.get(f"{c['key']}_n"), scale=s,
-                    commit=(pv.get('commit') or '?')[:8] + ('+dirty' if pv.get('dirty') else ''))
+        return dict(value=float(v), sd=m.get(f"{c['key']}_std"), n=m.get(f"{c['key']}_n"), scale=s, commit=trained_at(rec, p.parent))
     return None
+
+def trained_at(rec: dict, paper_dir: Path) -> str:
+    "The commits that trained the runs behind an aggregated record (its own commit when it names no runs)."
+    provs = [json.loads(f.read_text()).get('provenance', {}) for f in (paper_dir/'runs'/r/'record.json' for r in rec.get('runs') or [])
+             if f.exists()] or [rec.get('provenance', {})]
+    return ', '.join(dict.fromkeys((p.get('commit') or '?')[:8] + ('+dirty' if p.get('dirty') else '') for p in provs))
 
 def summary_rows(scales=('paper', 'gpu', 'cpu')) -> list[dict]:
     "One row per claim with the paper's value, ours, the verdict and why."
@@ -448,7 +452,8 @@ def summary_markdown(scales=('paper', 'gpu', 'cpu')) -> str:
     "The README's claims table."
     rows = summary_rows(scales)
     if not rows: return '_No claims registered yet._\n'
-    return markdown_table(rows, ['paper', 'claim', 'paper_value', 'ours', 'verdict', 'why', 'commit'])
+    for r in rows: r['trained at'] = r.pop('commit')
+    return markdown_table(rows, ['paper', 'claim', 'paper_value', 'ours', 'verdict', 'why', 'trained at'])
 
 def write_summary(path: Path | None = None) -> str:
     "Write the claims summary to `results/summary.md` and return it."
