@@ -19,7 +19,7 @@ __all__ = ['CLAIM_COLUMNS', 'VERDICTS', 'NotebookParams', 'snapshot', 'read_para
            'content_key', 'data_identity', 'Spec', 'stop_reason', 'fit_summary', 'RunContext', 'ToyConfig',
            'toy_regression', 'runs_dir', 'load_record', 'execute', 'Results', 'Plan', 'mean_sd', 'aggregate',
            'row_metrics', 'fmt_ms', 'read_claims', 'check_expect', 'verdict', 'claim_value', 'trained_at',
-           'summary_rows', 'summary_markdown', 'write_summary', 'unrecorded_claims', 'adopt']
+           'summary_rows', 'summary_markdown', 'paper_status', 'write_summary', 'unrecorded_claims', 'adopt']
 
 # %% ../nbs/05_experiment.ipynb #e6ddd008
 @dataclass
@@ -416,7 +416,7 @@ def verdict(ours: float | None, paper: float | None, expect: str, tol: float | N
         return 'reproduced' if abs(ours - paper) <= (0.5 if tol is None else tol) * abs(paper) else 'direction only'
     return '–'                       # informational: no verdict asked for
 
-# %% ../nbs/05_experiment.ipynb #4cc91565
+# %% ../nbs/05_experiment.ipynb #9f7cab0e
 def claim_value(c: dict, scales=('paper', 'gpu', 'cpu')) -> dict | None:
     "Ours for claim `c` at the largest scale with a value: value, sd, n, scale, commit; None when not run."
     for s in scales:
@@ -445,7 +445,7 @@ def summary_rows(scales=('paper', 'gpu', 'cpu')) -> list[dict]:
         if o:
             ours = _fmt(o['value']) + (f" ± {_fmt(o['sd'])}" if o['sd'] else '') + (f" (n={o['n']}, {o['scale']})" if o['n'] else f" ({o['scale']})")
         out.append(dict(paper=c['paper'], claim=c['claim'], paper_value=_fmt(pv) if pv is not None else '–', ours=ours or '–',
-                        verdict=v, why=c['note'] if o else '', commit=o['commit'] if o else ''))
+                        verdict=v, why=c['note'] if o else '', commit=o['commit'] if o else '', scale=o['scale'] if o else ''))
     return out
 
 def summary_markdown(scales=('paper', 'gpu', 'cpu')) -> str:
@@ -454,6 +454,14 @@ def summary_markdown(scales=('paper', 'gpu', 'cpu')) -> str:
     if not rows: return '_No claims registered yet._\n'
     for r in rows: r['trained at'] = r.pop('commit')
     return markdown_table(rows, ['paper', 'claim', 'paper_value', 'ours', 'verdict', 'why', 'trained at'])
+
+def paper_status(paper: str, scales=('paper', 'gpu', 'cpu')) -> str:
+    "Counts of the verdicts of a paper's claims, e.g. '2 reproduced, 1 direction only, 3 not reproduced (cpu)'."
+    rows = [r for r in summary_rows(scales) if r['paper'] == paper and r['verdict'] in VERDICTS]
+    if not rows: return 'no claims recorded yet'
+    n = {v: sum(r['verdict'] == v for r in rows) for v in VERDICTS}
+    where = sorted({r['scale'] for r in rows if r['scale']})
+    return ', '.join(f'{k} {v}' for v, k in n.items() if k) + (f" ({', '.join(where)} scale)" if where else '')
 
 def write_summary(path: Path | None = None) -> str:
     "Write the claims summary to `results/summary.md` and return it."
