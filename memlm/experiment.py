@@ -19,7 +19,8 @@ __all__ = ['CLAIM_COLUMNS', 'VERDICTS', 'NotebookParams', 'snapshot', 'read_para
            'content_key', 'data_identity', 'Spec', 'stop_reason', 'fit_summary', 'RunContext', 'ToyConfig',
            'toy_regression', 'runs_dir', 'load_record', 'execute', 'Results', 'Plan', 'mean_sd', 'aggregate',
            'row_metrics', 'fmt_ms', 'read_claims', 'check_expect', 'verdict', 'claim_value', 'trained_at',
-           'summary_rows', 'summary_markdown', 'paper_status', 'write_summary', 'unrecorded_claims', 'adopt']
+           'summary_rows', 'summary_markdown', 'paper_status', 'write_summary', 'unrecorded_claims', 'global_reads',
+           'adopt']
 
 # %% ../nbs/05_experiment.ipynb #e6ddd008
 @dataclass
@@ -479,7 +480,29 @@ def unrecorded_claims(paper: str, scale: str) -> list[str]:
         if p.exists() and c['key'] not in json.loads(p.read_text()).get('metrics', {}): out.append(f"{c['claim']} ({c['result']}: {c['key']})")
     return out
 
-# %% ../nbs/05_experiment.ipynb #3feae027
+# %% ../nbs/05_experiment.ipynb #80f03a7d
+def global_reads(ns: dict) -> dict[str, list[str]]:
+    "Functions defined in a notebook namespace that read notebook variables (data, not modules/callables/CONSTANTS)."
+    import dis, types
+    def is_code_like(v): return isinstance(v, types.ModuleType) or callable(v)
+    def scan(code, bad):
+        for ins in dis.get_instructions(code):
+            if ins.opname in ('LOAD_GLOBAL', 'LOAD_NAME') and ins.argval in ns:
+                g = ins.argval
+                if not (is_code_like(ns[g]) or g.isupper() or g.startswith('__')): bad.add(g)
+        for c in code.co_consts:
+            if isinstance(c, types.CodeType): scan(c, bad)
+    fns = {k: v for k, v in ns.items() if isinstance(v, types.FunctionType) and v.__module__ == '__main__'}
+    for k, c in ns.items():
+        if isinstance(c, type) and c.__module__ == '__main__':
+            fns |= {f'{k}.{m}': f for m, f in vars(c).items() if isinstance(f, types.FunctionType)}
+    out = {}
+    for name, f in fns.items():
+        bad = set(); scan(f.__code__, bad)
+        if bad: out[name] = sorted(bad)
+    return out
+
+# %% ../nbs/05_experiment.ipynb #7d8e605c
 def _last_clean_run(lines: list[dict]) -> list[dict]:
     "The epochs of the last training run in a log that earlier runs may have appended to (epochs restart at 1)."
     start = max((i for i, l in enumerate(lines) if l.get('epoch') == 1), default=0)
