@@ -21,7 +21,7 @@ __all__ = ['EOS', 'UNK', 'SPLITS', 'SOURCES', 'IMDB_URL', 'repo_root', 'data_dir
            'encode_file', 'Corpus', 'Source', 'sources_table', 'ChecksumError', 'DataNotFoundError', 'sha256sum',
            'verify_file', 'download', 'extract', 'ensure_corpus', 'has_corpus', 'load_corpus', 'batchify',
            'bptt_batches', 'read_conll2003', 'iob1_to_iob2', 'iob2_to_bioes', 'iob1_to_bioes', 'tokenize_imdb',
-           'read_imdb', 'read_cbt', 'number_prediction', 'synthetic_corpus']
+           'read_imdb', 'read_cbt', 'ner_fixture', 'imdb_fixture', 'number_prediction', 'synthetic_corpus']
 
 # %% ../nbs/00_data.ipynb #a99dd96a
 def repo_root() -> Path:
@@ -393,6 +393,39 @@ def read_cbt(path) -> list[dict]:
                             candidates=[c for c in cols[-1].strip().split('|') if c]))
             ctx = []
     return out
+
+# %% ../nbs/00_data.ipynb #8cadcb67
+def ner_fixture(path,          # file to write
+                n: int = 60,   # sentences
+                seed: int = 0, # the file is a function of the seed
+               ) -> Path:
+    "A small CoNLL-2003-format file (4 columns, IOB1 tags, a -DOCSTART- line) with learnable entities."
+    g = torch.Generator().manual_seed(seed)
+    pick = lambda k: int(torch.randint(k, (), generator=g))
+    names = {'PER': ['John', 'Mary', 'Smith'], 'LOC': ['Paris', 'Berlin'], 'ORG': ['Reuters', 'UN'], 'MISC': ['German', 'French']}
+    filler = ['the', 'said', 'on', 'in', 'visited', 'met', 'with', 'a', 'report', '1996']
+    lines = ['-DOCSTART- -X- -X- O', '']
+    for _ in range(n):
+        for _ in range(3 + pick(6)):                                     # 3..8 words or entities
+            if torch.rand((), generator=g) < 0.3:
+                typ = list(names)[pick(4)]
+                for _ in range(1 + pick(2)): lines.append(f'{names[typ][pick(len(names[typ]))]} NNP I-NP I-{typ}')
+            else: lines.append(f'{filler[pick(len(filler))]} NN I-NP O')
+        lines.append('')
+    path = Path(path); path.write_text('\n'.join(lines) + '\n')
+    return path
+
+def imdb_fixture(root,         # folder that receives an `aclImdb/` tree
+                 n: int = 6,   # reviews per split and label
+                ) -> Path:
+    "A tiny `aclImdb/{train,test}/{pos,neg}/` tree, one sentiment word per review deciding its label; returns `root`."
+    words = {1: 'great wonderful superb loved'.split(), 0: 'awful boring terrible hated'.split()}
+    for split in ('train', 'test'):
+        for label, sub in ((0, 'neg'), (1, 'pos')):
+            d = Path(root)/'aclImdb'/split/sub; d.mkdir(parents=True, exist_ok=True)
+            for i in range(n):
+                (d/f'{i}_{7 if label else 2}.txt').write_text(f'This film was {words[label][i % 4]}.<br />A {words[label][(i + 1) % 4]} movie.')
+    return Path(root)
 
 # %% ../nbs/00_data.ipynb #037eae1c
 def _follow(x, skips, offset, constraint):

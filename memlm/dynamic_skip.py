@@ -4,18 +4,17 @@
 
 # %% ../nbs/14_dynamic_skip.ipynb #42c43557
 from __future__ import annotations
-import math, time, warnings
 from typing import NamedTuple, Callable
 import torch
 from torch import nn, Tensor
 import torch.nn.functional as F
+from .models import eval_mode
+from .tagging import NERBatch, NEROut
 
 # %% auto #0
 __all__ = ['LAYERS', 'RingBuffer', 'SkipPolicy', 'SkipRecurrence', 'SkipTrace', 'SkipLSTM', 'lstm_from', 'reward_to_go',
            'leave_one_out', 'returns', 'reinforce_loss', 'Reinforce', 'LSTMLayer', 'make_layer', 'SeqClassifier',
-           'pad_crop', 'classifier_reward', 'lm_reward', 'CRF', 'reverse_padded', 'BiRNN', 'NERBatch', 'NEROut',
-           'NERTagger', 'ner_reward', 'NERVocabs', 'ner_vocabs', 'ner_collate', 'ner_f1', 'layer_tokens_per_second',
-           'layer_throughput', 'grad_norms_over_time']
+           'pad_crop', 'classifier_reward', 'lm_reward', 'ner_reward', 'grad_norms_over_time']
 
 # %% ../nbs/14_dynamic_skip.ipynb #63611d90
 class RingBuffer:
@@ -397,210 +396,22 @@ def lm_reward(batch, out) -> Tensor:
     "log p(y_t | x_<=t) per step: `[T, B]` (from an `LMOutput`)."
     return out.logp.detach().gather(-1, batch[1][..., None])[..., 0]
 
-# %% ../nbs/14_dynamic_skip.ipynb #2c400101
-class CRF(nn.Module):
-    "Linear-chain CRF: log-likelihood by the forward algorithm, decoding by Viterbi (masked, `[T, B, L]`)."
-    def __init__(self, n_tags: int):
-        super().__init__()
-        self.n_tags = n_tags
-        self.trans = nn.Parameter(torch.zeros(n_tags, n_tags))   # trans[i, j]: score of tag i followed by tag j
-        self.start = nn.Parameter(torch.zeros(n_tags)); self.end = nn.Parameter(torch.zeros(n_tags))
-
-    def score(self, em: Tensor, tags: Tensor, mask: Tensor) -> Tensor:
-        "s(y) of the tag sequences `tags[T, B]`: `[B]`."
-        m = mask.to(em.dtype)
-        s = self.start[tags[0]] + (em.gather(-1, tags[..., None])[..., 0] * m).sum(0)
-        s = s + (self.trans[tags[:-1], tags[1:]] * m[1:]).sum(0)
-        last = tags.gather(0, (mask.sum(0) - 1)[None])[0]
-        return s + self.end[last]
-
-    def log_partition(self, em: Tensor, mask: Tensor) -> Tensor:
-        "log of the sum of exp s(y) over all tag sequences: `[B]`."
-        alpha = self.start + em[0]
-        for t in range(1, em.shape[0]):
-            nxt = torch.logsumexp(alpha[:, :, None] + self.trans + em[t][:, None, :], 1)
-            alpha = torch.where(mask[t][:, None], nxt, alpha)
-        return torch.logsumexp(alpha + self.end, -1)
-
-    def nll(self, em: Tensor, tags: Tensor, mask: Tensor) -> Tensor:
-        "-log p(tags | x) per sequence: `[B]`."
-        return self.log_partition(em, mask) - self.score(em, tags, mask)
-
-    @torch.no_grad()
-    def decode(self, em: Tensor, mask: Tensor) -> list[list[int]]:
-        "The highest-scoring tag sequence of each batch row (Viterbi), as lists of the row's length."
-        T, B, L = em.shape
-        v, back = self.start + em[0], []
-        for t in range(1, T):
-            best, idx = (v[:, :, None] + self.trans).max(1)
-            back.append(idx)
-            v = torch.where(mask[t][:, None], best + em[t], v)
-        v = v + self.end
-        lengths, out = mask.sum(0).tolist(), []
-        last = v.argmax(-1).tolist()
-        for b in range(B):
-            seq = [last[b]]
-            for t in range(lengths[b] - 1, 0, -1): seq.append(back[t - 1][b, seq[-1]].item())
-            out.append(seq[::-1])
-        return out
-
-# %% ../nbs/14_dynamic_skip.ipynb #b42b9ef3
-def reverse_padded(x: Tensor, lengths: Tensor) -> Tensor:
-    "Reverse the first `lengths[b]` steps of every column of `x[T, B, ...]`, leaving the padding in place."
-    T = x.shape[0]
-    t = torch.arange(T, device=x.device)[:, None]
-    idx = torch.where(t < lengths, lengths - 1 - t, t)
-    return x.gather(0, idx.view(T, -1, *([1] * (x.dim() - 2))).expand_as(x))
-
-class BiRNN(nn.Module):
-    "A forward and a backward recurrent layer (any memlm layer) over padded sequences; outputs concatenated."
-    def __init__(self, layer_fn: Callable, input_size: int):
-        super().__init__(); self.fw, self.bw = layer_fn(input_size), layer_fn(input_size)
-        self.hidden_size = self.fw.hidden_size + self.bw.hidden_size
-    def forward(self, x: Tensor, lengths: Tensor) -> Tensor:
-        yf, _ = self.fw(x)
-        yb, _ = self.bw(reverse_padded(x, lengths))
-        return torch.cat([yf, reverse_padded(yb, lengths)], -1)
-
 # %% ../nbs/14_dynamic_skip.ipynb #294cf126
-class NERBatch(NamedTuple):
-    "A padded NER batch, batch first (what `BatchTask` weighs by)."
-    words: Tensor    # [B, T] word ids (0 = padding)
-    chars: Tensor    # [B, T, C] character ids (0 = padding)
-    lengths: Tensor  # [B]
-    tags: Tensor     # [B, T] tag ids (0 where padded)
-
-class NEROut(NamedTuple):
-    emissions: Tensor   # [T, B, L]
-    mask: Tensor        # [T, B]
-    nll: Tensor         # [B] -log p(gold tags) under the CRF
-
-class NERTagger(nn.Module):
-    "BiLSTM-CNN-CRF (Ma & Hovy 2016); the recurrent layers come from `layer_fn(input_size)`."
-    def __init__(self, n_words: int, n_chars: int, n_tags: int, layer_fn: Callable,
-                 word_dim: int = 100, char_dim: int = 30, char_filters: int = 30, char_window: int = 3,
-                 dropout: float = 0.5):
-        super().__init__()
-        self.word_emb = nn.Embedding(n_words, word_dim, padding_idx=0)
-        self.char_emb = nn.Embedding(n_chars, char_dim, padding_idx=0)
-        self.char_cnn = nn.Conv1d(char_dim, char_filters, char_window, padding=char_window // 2)
-        self.drop = nn.Dropout(dropout)
-        self.rnn = BiRNN(layer_fn, word_dim + char_filters)
-        self.proj = nn.Linear(self.rnn.hidden_size, n_tags)
-        self.crf = CRF(n_tags)
-
-    def char_features(self, chars: Tensor) -> Tensor:
-        "Max-pooled CNN features of each word's characters: `[B, T, C] -> [B, T, char_filters]`."
-        B, T, C = chars.shape
-        e = self.drop(self.char_emb(chars.view(B * T, C))).transpose(1, 2)      # [BT, dim, C]
-        h = self.char_cnn(e).masked_fill((chars.view(B * T, 1, C) == 0), float('-inf'))
-        return h.max(-1).values.clamp_min(-1e4).view(B, T, -1)                  # all-padding words -> finite
-
-    def forward(self, batch: NERBatch) -> NEROut:
-        w = self.word_emb(batch.words.t())                                       # [T, B, word_dim]
-        c = self.char_features(batch.chars).transpose(0, 1)
-        mask = torch.arange(w.shape[0], device=w.device)[:, None] < batch.lengths
-        em = self.proj(self.drop(self.rnn(self.drop(torch.cat([w, c], -1)), batch.lengths)))
-        return NEROut(em, mask, self.crf.nll(em, batch.tags.t(), mask))
-
-    def decode(self, batch: NERBatch) -> list[list[int]]:
-        out = self.forward(batch); return self.crf.decode(out.emissions, out.mask)
-
 def ner_reward(batch: NERBatch, out: NEROut, kind: str = 'prob'):
     "The paper's NER reward, p(gold tags) ('prob'; or its log, 'logp'), per sentence, with the step mask."
     r = -out.nll.detach()
     return (r.exp() if kind == 'prob' else r), out.mask
-
-# %% ../nbs/14_dynamic_skip.ipynb #d23459dc
-import re
-from collections import Counter
-
-def _norm_word(w: str) -> str: return re.sub(r'\d', '0', w.lower())
-
-class NERVocabs(NamedTuple):
-    words: dict; chars: dict; tags: list   # word -> id, char -> id (0 = pad, 1 = unk), tag list
-
-def ner_vocabs(sents: list[dict], min_count: int = 2) -> NERVocabs:
-    "Word, character and tag vocabularies of training sentences (`words`, `tags` in BIOES)."
-    wc = Counter(_norm_word(w) for s in sents for w in s['words'])
-    words = {'<pad>': 0, '<unk>': 1} | {w: i + 2 for i, w in enumerate(w for w, n in wc.items() if n >= min_count)}
-    chars = {'<pad>': 0, '<unk>': 1} | {c: i + 2 for i, c in enumerate(sorted({c for s in sents for w in s['words'] for c in w}))}
-    return NERVocabs(words, chars, sorted({t for s in sents for t in s['tags']}))
-
-def ner_collate(sents: list[dict], v: NERVocabs) -> NERBatch:
-    "Pad a list of sentences into an `NERBatch`."
-    B, T = len(sents), max(len(s['words']) for s in sents)
-    C = max(len(w) for s in sents for w in s['words'])
-    words, chars, tags = torch.zeros(B, T, dtype=torch.long), torch.zeros(B, T, C, dtype=torch.long), torch.zeros(B, T, dtype=torch.long)
-    tag_id = {t: i for i, t in enumerate(v.tags)}
-    for b, s in enumerate(sents):
-        n = len(s['words'])
-        words[b, :n] = torch.tensor([v.words.get(_norm_word(w), 1) for w in s['words']])
-        tags[b, :n] = torch.tensor([tag_id[t] for t in s['tags']])
-        for t, w in enumerate(s['words']): chars[b, t, :len(w)] = torch.tensor([v.chars.get(c, 1) for c in w])
-    return NERBatch(words, chars, torch.tensor([len(s['words']) for s in sents]), tags)
-
-# %% ../nbs/14_dynamic_skip.ipynb #93fde290
-@torch.no_grad()
-def ner_f1(model: NERTagger, sents: list[dict], v: NERVocabs, batch_size: int = 64) -> dict:
-    "Entity-level precision, recall and F1 (seqeval, strict BIOES matching, in %) of Viterbi-decoded tags."
-    from seqeval.metrics import f1_score, precision_score, recall_score
-    from seqeval.scheme import IOBES
-    was = model.training; model.eval()
-    dev = next(model.parameters()).device
-    pred = []
-    try:
-        for i in range(0, len(sents), batch_size):
-            b = ner_collate(sents[i:i + batch_size], v)
-            pred += [[v.tags[j] for j in seq] for seq in model.decode(NERBatch(*(t.to(dev) for t in b)))]
-    finally: model.train(was)
-    gold = [s['tags'] for s in sents]
-    kw = dict(mode='strict', scheme=IOBES, zero_division=0)
-    return dict(f1=100 * f1_score(gold, pred, **kw), precision=100 * precision_score(gold, pred, **kw),
-                recall=100 * recall_score(gold, pred, **kw))
-
-# %% ../nbs/14_dynamic_skip.ipynb #6414ac1f
-def layer_tokens_per_second(layer: nn.Module, T: int = 35, B: int = 20, steps: int = 5, warmup: int = 2) -> float:
-    "Training tokens/s (forward + backward) of a layer on random inputs."
-    x = torch.randn(T, B, layer.input_size)
-    def step():
-        y, _ = layer(x); y.square().mean().backward()
-    layer.train()
-    for _ in range(warmup): step()
-    t0 = time.perf_counter()
-    for _ in range(steps): step()
-    return steps * T * B / (time.perf_counter() - t0)
-
-def layer_throughput(layer: nn.Module, T: int = 35, B: int = 20, rounds: int = 3,
-                     threads: int | None = 1,   # torch threads while measuring (None: leave as is)
-                     **kw) -> dict:
-    "Median tokens/s of `layer` and of an `nn.LSTM` of the same sizes (oneDNN and native kernels), interleaved."
-    ref = LSTMLayer(layer.input_size, layer.hidden_size)
-    old = torch.get_num_threads()
-    if threads: torch.set_num_threads(threads)
-    try:
-        a, b, c = [], [], []
-        for _ in range(rounds):
-            a.append(layer_tokens_per_second(layer, T, B, **kw)); b.append(layer_tokens_per_second(ref, T, B, **kw))
-            with warnings.catch_warnings(), torch.backends.mkldnn.flags(enabled=False):
-                warnings.simplefilter('ignore'); c.append(layer_tokens_per_second(ref, T, B, **kw))
-    finally: torch.set_num_threads(old)
-    med = lambda v: sorted(v)[len(v) // 2]
-    return dict(tokens_per_s=med(a), lstm_tokens_per_s=med(b), ratio=med([x / y for x, y in zip(a, b)]),
-                lstm_native_tokens_per_s=med(c), ratio_native=med([x / y for x, y in zip(a, c)]), threads=threads or old)
 
 # %% ../nbs/14_dynamic_skip.ipynb #d03583a2
 def grad_norms_over_time(model: SeqClassifier, x: Tensor, y: Tensor) -> Tensor:
     "Normalised mean ||dL/dh_t|| over steps t for `model` on `(x[B,T], y[B])`, the skips greedy: `[T]`."
     rnn, dev = model.rnn, next(model.parameters()).device
     probe_rnn = lstm_from(rnn.lstm, K=1).to(dev) if isinstance(rnn, LSTMLayer) else rnn
-    was = model.training; model.eval()
-    try:
+    with eval_mode(model):
         xt, y = x.t().to(dev), y.to(dev)
         e = model.emb(xt) if model.emb is not None else F.one_hot(xt, model.vocab_size).float()
         probe = torch.zeros(*xt.shape, rnn.hidden_size, device=dev, requires_grad=True)
         h, _ = probe_rnn(e, probe=probe)
         F.cross_entropy(model.out(h[-1]), y).backward()
-    finally: model.train(was)
     g = probe.grad.norm(dim=-1).mean(1).cpu()
     return g / g.sum()

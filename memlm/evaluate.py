@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Callable
 import torch, torch.nn.functional as F
 from .data import batchify, bptt_batches
-from .models import detach
+from .models import detach, eval_mode
 
 # %% auto #0
 __all__ = ['lm_windows', 'model_device', 'evaluate', 'grad_eval_mode', 'gradient_stats', 'DynEvalConfig', 'dyneval_state',
@@ -47,15 +47,13 @@ def evaluate(model,                  # a language model following the `LMOutput`
              articles=None,          # start offsets of articles: reset the state there (needs batch_size=1)
             ) -> dict:
     "Stateful perplexity of `model` on `data`: `dict(loss, ppl, tokens)`."
-    was_training = model.training; model.eval()
     data, nll, n, hidden = data.to(model_device(model)), 0., 0, None
-    try:
+    with eval_mode(model):
         for x, y, reset in lm_windows(data, batch_size, bptt, articles):
             out = model(x, None if reset else hidden)
             hidden = out.hidden
             nll = nll + F.nll_loss(out.logp.reshape(-1, out.logp.size(-1)), y.reshape(-1), reduction='sum').double()
             n += y.numel()
-    finally: model.train(was_training)
     loss = float(nll) / n
     return dict(loss=loss, ppl=_ppl(loss), tokens=n)
 
@@ -63,11 +61,8 @@ def evaluate(model,                  # a language model following the `LMOutput`
 @contextlib.contextmanager
 def grad_eval_mode(model, cudnn: bool = False):
     "Eval mode (no dropout) in which an RNN can still be backpropagated: cuDNN off unless `cudnn`, mode restored after."
-    was_training = model.training; model.eval()
     flags = contextlib.nullcontext() if cudnn else torch.backends.cudnn.flags(enabled=False)
-    try:
-        with flags, torch.enable_grad(): yield model
-    finally: model.train(was_training)
+    with eval_mode(model), flags, torch.enable_grad(): yield model
 
 def _nll(out, y): return F.nll_loss(out.logp.reshape(-1, out.logp.size(-1)), y.reshape(-1))
 

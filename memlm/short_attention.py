@@ -4,13 +4,13 @@
 
 # %% ../nbs/12_short_attention.ipynb #182abcd7
 from __future__ import annotations
-import math, time
+import math, statistics
 from dataclasses import dataclass, replace, astuple
 from functools import lru_cache
 import torch
 import torch.nn.functional as F
 from torch import nn, Tensor
-from .models import LMOutput, detach, train_tokens_per_second
+from .models import LMOutput, detach, eval_mode, throughput, LMStep
 from .data import Vocab, Corpus, batchify, read_cbt, EOS, UNK
 from .train import LMTask, lm_loss
 
@@ -236,15 +236,19 @@ def matched_configs(base: ShortAttnConfig, kinds=KINDS, tol: float = 0.01, **kw)
     return out
 
 # %% ../nbs/12_short_attention.ipynb #97bf4c34
-def compare_throughput(cfgs: dict[str, ShortAttnConfig], rounds: int = 3, ref: str = 'lstm', **kw) -> list[dict]:
-    "Median training tokens/s (`memlm.models.train_tokens_per_second`) of each config over interleaved rounds, and its ratio to `cfgs[ref]`."
-    models = {k: ShortAttentionLM(c) for k, c in cfgs.items()}
-    tps = {k: [] for k in cfgs}
-    for _ in range(rounds):
-        for k, m in models.items(): tps[k].append(train_tokens_per_second(m, m.decoder.out_features, **kw))
-    med = {k: sorted(v)[len(v) // 2] for k, v in tps.items()}
-    return [dict(model=k, hidden=c.hidden_size, params=count_params(c), tokens_per_s=round(med[k]),
-                 ratio=round(med[k] / med[ref], 3)) for k, c in cfgs.items()]
+def compare_throughput(cfgs: dict[str, ShortAttnConfig],
+                       rounds: int = 3,     # interleaved rounds per comparison (medians over them)
+                       ref: str = 'lstm',   # the config every other one is compared with
+                       bsz: int = 64, bptt: int = 20,
+                       steps: int = 1,      # timed steps per round
+                       **kw) -> list[dict]:  # passed to `memlm.models.throughput` (warmup, threads)
+    "Table rows: training tokens/s of each config and its ratio to `cfgs[ref]`, each measured against the reference in turn."
+    reference, step = ShortAttentionLM(cfgs[ref]), LMStep(cfgs[ref].vocab_size, bsz=bsz, bptt=bptt)
+    res = {k: throughput(ShortAttentionLM(c), reference, step, rounds=rounds, steps=steps, **kw) for k, c in cfgs.items() if k != ref}
+    tps = {ref: statistics.median(r['ref_tokens_per_s'] for r in res.values())} | {k: r['tokens_per_s'] for k, r in res.items()}
+    ratio = {ref: 1.0} | {k: r['ratio'] for k, r in res.items()}
+    return [dict(model=k, hidden=c.hidden_size, params=count_params(c), tokens_per_s=round(tps[k]), ratio=round(ratio[k], 3))
+            for k, c in cfgs.items()]
 
 # %% ../nbs/12_short_attention.ipynb #69aa6b3a
 def expand_hidden(hidden, n: int):
@@ -259,23 +263,22 @@ def _words(s) -> list[str]: return s.split() if isinstance(s, str) else list(s)
 @torch.no_grad()
 def cbt_scores(model: ShortAttentionLM, vocab, questions: list, bsz: int = 16, blank: str = 'XXXXX', eos: str = '<eos>') -> Tensor:
     "`[Q, C]` log p(query with candidate c | context) for questions as `memlm.data.read_cbt` returns them."
-    was_training, dev = model.training, next(model.parameters()).device
-    model.eval(); scores = []
-    for q0 in range(0, len(questions), bsz):
-        qs = questions[q0:q0 + bsz]
-        ctx = [_ids(vocab, [w for s in q['context'] for w in (*_words(s), eos)]) for q in qs]
-        Tc, C = max(map(len, ctx)), len(qs[0]['candidates'])
-        x = torch.zeros(Tc, len(qs), dtype=torch.long); reset = torch.zeros(Tc, len(qs), dtype=torch.bool)
-        for i, c in enumerate(ctx): x[Tc - len(c):, i] = torch.tensor(c); reset[Tc - len(c), i] = True
-        hidden = expand_hidden(model(x[:-1].to(dev), None, reset=reset[:-1].to(dev)).hidden, C) if Tc > 1 else None
-        fills = [_ids(vocab, [c if w == blank else w for w in _words(q['query'])] + [eos]) for q in qs for c in q['candidates']]
-        Tq = max(map(len, fills))
-        y = torch.zeros(Tq, len(fills), dtype=torch.long); keep = torch.zeros(Tq, len(fills))
-        for j, f in enumerate(fills): y[:len(f), j] = torch.tensor(f); keep[:len(f), j] = 1
-        inp = torch.cat([x[-1].repeat_interleave(C)[None], y[:-1]]).to(dev)        # right padding comes after: harmless
-        lp = model(inp, hidden).logp.gather(-1, y.to(dev)[..., None])[..., 0].cpu()
-        scores.append((lp * keep).sum(0).view(len(qs), C))
-    model.train(was_training)
+    dev, scores = next(model.parameters()).device, []
+    with eval_mode(model):
+        for q0 in range(0, len(questions), bsz):
+            qs = questions[q0:q0 + bsz]
+            ctx = [_ids(vocab, [w for s in q['context'] for w in (*_words(s), eos)]) for q in qs]
+            Tc, C = max(map(len, ctx)), len(qs[0]['candidates'])
+            x = torch.zeros(Tc, len(qs), dtype=torch.long); reset = torch.zeros(Tc, len(qs), dtype=torch.bool)
+            for i, c in enumerate(ctx): x[Tc - len(c):, i] = torch.tensor(c); reset[Tc - len(c), i] = True
+            hidden = expand_hidden(model(x[:-1].to(dev), None, reset=reset[:-1].to(dev)).hidden, C) if Tc > 1 else None
+            fills = [_ids(vocab, [c if w == blank else w for w in _words(q['query'])] + [eos]) for q in qs for c in q['candidates']]
+            Tq = max(map(len, fills))
+            y = torch.zeros(Tq, len(fills), dtype=torch.long); keep = torch.zeros(Tq, len(fills))
+            for j, f in enumerate(fills): y[:len(f), j] = torch.tensor(f); keep[:len(f), j] = 1
+            inp = torch.cat([x[-1].repeat_interleave(C)[None], y[:-1]]).to(dev)        # right padding comes after: harmless
+            lp = model(inp, hidden).logp.gather(-1, y.to(dev)[..., None])[..., 0].cpu()
+            scores.append((lp * keep).sum(0).view(len(qs), C))
     return torch.cat(scores)
 
 def cbt_accuracy(model: ShortAttentionLM, vocab, by_type: dict[str, list], **kw) -> dict[str, float]:
