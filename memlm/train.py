@@ -13,7 +13,7 @@ import torch, torch.nn.functional as F
 from torch.optim.swa_utils import AveragedModel
 from tqdm import tqdm
 from .data import batchify, bptt_batches
-from .models import detach
+from .models import detach, eval_mode
 from .evaluate import evaluate, model_device
 
 # %% auto #0
@@ -192,15 +192,13 @@ class BatchTask:
         "Example-weighted mean loss and metrics over the validation set (model in eval mode)."
         if self.custom_eval is not None: return self.custom_eval(model)
         if self.valid is None: return None
-        was_training = model.training; model.eval()
         sums, n = dict.fromkeys(['loss', *self.metrics], 0.), 0
-        try:
+        with eval_mode(model):
             for batch in self._iter(self.valid, self.cfg.eval_batch_size, torch.arange(self._len(self.valid))):
                 out, k = self.forward(model, batch), _first_dim(batch)
                 sums['loss'] += float(self.loss_fn(out, batch)) * k
                 for name, fn in self.metrics.items(): sums[name] += float(fn(out, batch)) * k
                 n += k
-        finally: model.train(was_training)
         return {name: v / n for name, v in sums.items()}
 
     def state_dict(self) -> dict: return {}
