@@ -1,5 +1,5 @@
 """The project's plumbing: library = notebooks, the Makefile's argument checks, the template's parameters cell."""
-import json, shutil, subprocess, sys
+import json, os, shutil, subprocess, sys
 from pathlib import Path
 import pytest
 
@@ -40,14 +40,37 @@ def _param_cells(nb):
     return [c for c in nb['cells'] if 'parameters' in c.get('metadata', {}).get('tags', [])]
 
 
-@pytest.mark.parametrize('nb', sorted((ROOT/'nbs').glob('1[0-9]*_*.ipynb')) + [ROOT/'nbs'/'_paper_template.ipynb'], ids=lambda p: p.name)
-def test_reproduction_notebooks_have_one_smoke_parameters_cell(nb):
-    "papermill needs exactly one cell tagged `parameters`, whose defaults are the smoke settings; no cell re-exports the library."
+REPRO_NBS = sorted((ROOT/'nbs').glob('09_*.ipynb')) + sorted((ROOT/'nbs').glob('1[0-9]*_*.ipynb'))
+
+
+@pytest.mark.parametrize('nb', REPRO_NBS + [ROOT/'nbs'/'_paper_template.ipynb'], ids=lambda p: p.name)
+def test_reproduction_notebooks_use_the_experiment_layer(nb):
+    "One `parameters` cell with the smoke defaults and exactly NotebookParams' fields, checked by read_params, the exported module run, globals checked; no cell re-exports the library."
+    from memlm.experiment import NotebookParams
+    from dataclasses import fields
     cells = json.loads(nb.read_text())['cells']
     params = _param_cells({'cells': cells})
     assert len(params) == 1, f'{nb.name}: {len(params)} parameters cells'
-    assert "scale = 'smoke'" in ''.join(params[0]['source'])
+    src = ''.join(params[0]['source'])
+    assert "scale = 'smoke'" in src
+    names = [l.split('=')[0].strip() for l in src.splitlines() if '=' in l and not l.startswith((' ', '#'))]
+    assert {f.name for f in fields(NotebookParams)} <= set(names), f'{nb.name}: parameters {names}'
+    code = '\n'.join(''.join(c['source']) for c in cells if c['cell_type'] == 'code')
+    for needed in ('snapshot(globals())', 'read_params(globals(), before', 'global_reads(globals())', 'unrecorded_claims('):
+        assert needed in code, f'{nb.name} lacks {needed}'
     assert not any('nbdev_export(' in ''.join(c['source']) for c in cells if c['cell_type'] == 'code')
+
+
+@pytest.mark.parametrize('args,message', [
+    (['-p', 'sclae', 'cpu'], "unknown parameter(s) 'sclae'; valid parameters: scale, parts"),
+    (['-y', 'parts: [bogus]'], "unknown part(s) 'bogus'; valid parts: lm, dynamic_eval, throughput"),
+    (['-p', 'scale', 'huge'], 'valid scales: smoke, cpu, gpu, paper')], ids=['name', 'part', 'scale'])
+def test_bad_parameters_fail_before_any_work(args, message, tmp_path):
+    "A typo in a papermill parameter, an unknown part or scale stops the notebook with the valid choices, before a run starts."
+    r = subprocess.run([str(BIN/'papermill'), '--cwd', 'nbs', 'nbs/09_awd_lstm.ipynb', str(tmp_path/'out.ipynb'), *args],
+                       cwd=ROOT, capture_output=True, text=True, timeout=300, env={**os.environ, 'MEMLM_RESULTS': str(tmp_path/'results')})
+    assert r.returncode != 0 and message in r.stderr + r.stdout, r.stderr[-2000:]
+    assert not (tmp_path/'results').exists()      # nothing was run or recorded
 
 
 def test_provenance_dirty_flag_ignores_run_outputs(tmp_path):
