@@ -12,9 +12,13 @@ from .models import eval_mode
 from .tagging import NERBatch, NEROut
 
 # %% auto #0
-__all__ = ['LAYERS', 'RingBuffer', 'SkipPolicy', 'SkipRecurrence', 'SkipTrace', 'SkipLSTM', 'lstm_from', 'reward_to_go',
-           'leave_one_out', 'returns', 'reinforce_loss', 'Reinforce', 'LSTMLayer', 'make_layer', 'SeqClassifier',
-           'pad_crop', 'classifier_reward', 'lm_reward', 'ner_reward', 'grad_norms_over_time']
+__all__ = ['LAYERS', 'NUMBER_ROWS', 'PREPOSITIONS', 'PARTS', 'RingBuffer', 'SkipPolicy', 'SkipRecurrence', 'SkipTrace',
+           'SkipLSTM', 'lstm_from', 'reward_to_go', 'leave_one_out', 'returns', 'reinforce_loss', 'Reinforce',
+           'LSTMLayer', 'make_layer', 'SeqClassifier', 'pad_crop', 'classifier_reward', 'lm_reward', 'ner_reward',
+           'grad_norms_over_time', 'NumberExp', 'number_data', 'classify_eval', 'number_model', 'train_number',
+           'trained_number', 'Fig4Exp', 'fig4_grad_norms', 'PTBExp', 'lm_corpus', 'ptb_model', 'train_ptb', 'skip_arcs',
+           'Fig6Exp', 'fig6_skips', 'NERExp', 'conll_data', 'sgd_momentum', 'train_ner', 'IMDBExp', 'imdb_root',
+           'imdb_data', 'imdb_splits', 'train_imdb', 'ThroughputExp', 'skip_throughput', 'missing_data', 'make_plan']
 
 # %% ../nbs/14_dynamic_skip.ipynb #63611d90
 class RingBuffer:
@@ -415,3 +419,370 @@ def grad_norms_over_time(model: SeqClassifier, x: Tensor, y: Tensor) -> Tensor:
         F.cross_entropy(model.out(h[-1]), y).backward()
     g = probe.grad.norm(dim=-1).mean(1).cpu()
     return g / g.sum()
+
+# %% ../nbs/14_dynamic_skip.ipynb #5ef6d3e9
+import functools, tempfile
+from collections import Counter
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from .data import (number_prediction, load_corpus, synthetic_corpus, has_corpus, ensure_corpus, data_dir,
+                        read_conll2003, iob1_to_bioes, read_imdb, ner_fixture, imdb_fixture, IMDB_URL)
+from .models import LSTMLM, LSTMLMConfig, throughput, LMStep, LayerStep, native_kernels
+from .train import TrainConfig, BatchTask, LMTask, load_model
+from .evaluate import evaluate
+from .tagging import NERTagger, ner_vocabs, ner_collate, ner_f1
+from .experiment import Spec, Plan, RunContext, data_identity
+from .registry import pick
+
+# %% ../nbs/14_dynamic_skip.ipynb #12e11650
+# Table 5's rows: the recurrent layer and its lambda, in training order (the rows the claim rests on first)
+NUMBER_ROWS = {'lstm': ('lstm', 1.0), 'dynamic_lam0.5': ('dynamic', 0.5), 'dynamic_lam1': ('dynamic', 1.0), 'attention': ('attention', 0.5)}
+
+@dataclass
+class NumberExp:
+    "One number-prediction classifier (Table 5, Fig. 5): data, model, training."
+    length: int = 11                       # sequence length: 11 (one pointer) or 21 (two)
+    offset: int = 0                        # the position pointer value 0 refers to (0: the paper's length-11 rule)
+    n: tuple = (100_000, 10_000, 10_000)   # train / dev / test examples
+    data_seed: int = 1100                  # split i is generated from data_seed + i (100 * length + offset in the plan)
+    n_train: int | None = None             # train on the first n_train examples only (Fig. 5's reduced set)
+    kind: str = 'lstm'                     # the recurrent layer, one of LAYERS
+    K: int = 10                            # skip space of 'dynamic' / 'attention'
+    lam: float = 1.0                       # Eq. 2's lambda
+    hidden: int = 200                      # units (the paper: 200)
+    lr: float = 1e-3                       # Adam (the authors' code)
+    batch_size: int = 100
+    epochs: int = 40                       # epoch cap
+    patience: int | None = 5               # early stopping on dev accuracy (None/0: never)
+
+@functools.lru_cache(maxsize=8)
+def number_data(length: int, offset: int, n: tuple, data_seed: int) -> tuple:
+    "The (train, dev, test) splits `(x[n, length], y[n])` of the task (cached: every run of a length shares them)."
+    return tuple(number_prediction(k, length, seed=data_seed + i, offset=offset) for i, k in enumerate(n))
+
+@torch.no_grad()
+def classify_eval(model: nn.Module, x: Tensor, y: Tensor, bs: int = 1000) -> dict:
+    "Loss and accuracy (%) of a classifier on `(x, y)`, in eval mode (greedy skips)."
+    dev = next(model.parameters()).device
+    with eval_mode(model): logits = torch.cat([model(x[i:i + bs].to(dev)).cpu() for i in range(0, len(x), bs)])
+    return dict(loss=F.cross_entropy(logits, y).item(), acc=100 * (logits.argmax(-1) == y).float().mean().item())
+
+def number_model(cfg: NumberExp) -> SeqClassifier:
+    "The classifier of `cfg`: one-hot digits, one recurrent layer, the last hidden state classifies."
+    return SeqClassifier(10, 10, lambda i: make_layer(cfg.kind, i, cfg.hidden, K=cfg.K, lam=cfg.lam))
+
+def train_number(cfg: NumberExp, seed: int, ctx: RunContext) -> dict:
+    "Train one classifier (REINFORCE for a dynamic layer); dev / test accuracy of the best dev epoch."
+    (xtr, ytr), (xva, yva), (xte, yte) = number_data(cfg.length, cfg.offset, tuple(cfg.n), cfg.data_seed)
+    if cfg.n_train: xtr, ytr = xtr[:cfg.n_train], ytr[:cfg.n_train]
+    model = number_model(cfg).to(ctx.device)
+    task = BatchTask((xtr, ytr), evaluate=lambda m: classify_eval(m, xva, yva))
+    tcfg = TrainConfig(optimizer='adam', lr=cfg.lr, weight_decay=0., clip=None, epochs=cfg.epochs, batch_size=cfg.batch_size,
+                       monitor='acc', monitor_mode='max', patience=cfg.patience, seed=seed, progress=False)
+    hist = ctx.fit(model, task, tcfg, extra_loss=Reinforce(classifier_reward) if cfg.kind == 'dynamic' else None)
+    dev, test = classify_eval(model, xva, yva), classify_eval(model, xte, yte)
+    return dict(dev_acc=dev['acc'], test_acc=test['acc'], epochs=len(hist), best_epoch=max(hist, key=lambda h: h.get('val_acc', -1))['epoch'],
+                train_time_s=sum(h['time_s'] for h in hist))
+
+def trained_number(cfg: NumberExp, run_dir) -> SeqClassifier:
+    "The best-dev model a finished `train_number` run left in its folder."
+    path = Path(run_dir)/'ckpt'/'train'/'best.pt'
+    if not path.exists(): raise FileNotFoundError(f'{path}: the run has no checkpoint here (checkpoints are not committed; rerun it)')
+    return load_model(path, number_model(cfg))
+
+# %% ../nbs/14_dynamic_skip.ipynb #183cdd66
+@dataclass
+class Fig4Exp:
+    "Figure 4: normalised gradient norms over time of trained number-prediction classifiers."
+    models: dict = field(default_factory=dict)   # row name -> the NumberExp of a trained run
+    runs: dict = field(default_factory=dict)     # row name -> that run's folder (next to this run's)
+    n_examples: int = 1000                       # test examples the norms are averaged over
+
+def fig4_grad_norms(cfg: Fig4Exp, seed: int, ctx: RunContext) -> dict:
+    "`<row>/t<t>`: the normalised mean ||dL/dh_t|| of every trained model, and its share at the first step."
+    out = {}
+    for row, mcfg in cfg.models.items():
+        model = trained_number(mcfg, ctx.dir.parent/cfg.runs[row]).to(ctx.device)
+        xte, yte = number_data(mcfg.length, mcfg.offset, tuple(mcfg.n), mcfg.data_seed)[2]
+        g = grad_norms_over_time(model, xte[:cfg.n_examples], yte[:cfg.n_examples])
+        out |= {f'{row}/t{t + 1}': float(v) for t, v in enumerate(g)} | {f'{row}/first_step_share': float(g[0])}
+    return out
+
+# %% ../nbs/14_dynamic_skip.ipynb #26b361ef
+@dataclass
+class PTBExp:
+    "One language model of Table 3: Zaremba et al.'s regularized 2-layer LSTM with its 2nd layer replaced by `kind`."
+    kind: str = 'lstm'               # the 2nd layer, one of LAYERS
+    corpus: str = 'ptb'              # 'ptb', or 'synthetic' (smoke: 20k/2k/2k generated tokens)
+    nhid: int = 650                  # units of both layers (and the embedding)
+    dropout: float = 0.5             # on non-recurrent connections
+    init_range: float = 0.05         # U(-0.05, 0.05) for every weight (the policy keeps its own init)
+    K: int = 5                       # skip space of 'dynamic' / 'attention'
+    lam: float = 1.0                 # Eq. 2's lambda (the paper's for language modelling)
+    epochs: int = 39
+    lr: float = 1.0                  # Zaremba's, for the NLL summed over the window: x bptt with fit's mean
+    clip: float = 5.0                # likewise: / bptt with fit's mean
+    lr_decay: float = 1.2            # lr divided by this after every epoch from lr_decay_start on
+    lr_decay_start: int | None = 6
+    batch_size: int = 20
+    bptt: int = 35
+    eval_batch_size: int = 10
+    max_steps: int | None = None     # cap the steps of an epoch (smoke)
+    data_path: str | None = field(default=None, metadata={'key': False})   # where the corpus is (its checksums key the run)
+
+@functools.lru_cache(maxsize=2)
+def lm_corpus(name: str, data_path: str | None = None):
+    "PTB by name, or the synthetic corpus ('synthetic': 20k/2k/2k tokens, seed 0)."
+    if name == 'synthetic': return synthetic_corpus(n_train=20_000, n_valid=2_000, n_test=2_000, seed=0)
+    return load_corpus(name, data_path)
+
+def ptb_model(cfg: PTBExp, vocab_size: int) -> LSTMLM:
+    "The 2-layer LSTM LM with `cfg.kind` as its 2nd layer, Zaremba's init."
+    layer2 = None if cfg.kind == 'lstm' else make_layer(cfg.kind, cfg.nhid, cfg.nhid, K=cfg.K, lam=cfg.lam)
+    if layer2 is not None: layer2.reset_parameters(cfg.init_range)   # the LSTM weights; the policy keeps its own init
+    return LSTMLM(LSTMLMConfig(vocab_size=vocab_size, nhid=cfg.nhid, dropout=cfg.dropout, init_range=cfg.init_range), layers=[None, layer2])
+
+def train_ptb(cfg: PTBExp, seed: int, ctx: RunContext) -> dict:
+    "Train one LM of Table 3; validation and test perplexity (evaluation batch 10, state carried)."
+    corpus = lm_corpus(cfg.corpus, cfg.data_path)
+    model = ptb_model(cfg, len(corpus.vocab)).to(ctx.device)
+    # the TF code's cost sums the per-token NLL over the window (averaging over the batch only); ours is the per-token
+    # mean, so its lr and clip are lr x bptt and clip / bptt here (the same SGD update); the TF code adds its policy
+    # loss outside that scaling, hence the policy weight 1 / bptt
+    tcfg = TrainConfig(optimizer='sgd', lr=cfg.lr * cfg.bptt, weight_decay=0., clip=cfg.clip / cfg.bptt, epochs=cfg.epochs,
+                       batch_size=cfg.batch_size, bptt=cfg.bptt, lr_decay=cfg.lr_decay, lr_decay_start=cfg.lr_decay_start,
+                       eval_batch_size=cfg.eval_batch_size, seed=seed, progress=False, max_steps_per_epoch=cfg.max_steps)
+    hist = ctx.fit(model, LMTask(corpus.train, corpus.valid), tcfg,
+                   extra_loss=Reinforce(lm_reward, weight=1 / cfg.bptt) if cfg.kind == 'dynamic' else None)
+    val, test = (evaluate(model, corpus[s], cfg.eval_batch_size, cfg.bptt) for s in ('valid', 'test'))
+    return dict(val_ppl=val['ppl'], test_ppl=test['ppl'], epochs=len(hist), train_time_s=sum(h['time_s'] for h in hist),
+                params=sum(p.numel() for p in model.parameters()))
+
+# %% ../nbs/14_dynamic_skip.ipynb #4d469013
+PREPOSITIONS = frozenset({'of', 'in', 'on', 'to', 'for', 'with', 'at', 'from', 'by', 'about', 'into', 'than', 'over', 'under', 'upon'})
+
+def skip_arcs(model: LSTMLM, data: Tensor, itos: list, n_tokens: int = 2000, width: int = 12, n_examples: int = 3):
+    "Greedy skips of the 2nd layer on the first `n_tokens` of `data` (batch 1), and `width`-word windows ending in a preposition."
+    dev = next(model.parameters()).device
+    with torch.no_grad(), eval_mode(model): model(data[:n_tokens, None].to(dev))
+    a = model.rnns[1].trace.actions[:, 0].cpu()
+    words = [itos[i] for i in data[:n_tokens].tolist()]
+    ends = [t for t in range(width, n_tokens) if words[t] in PREPOSITIONS][:n_examples] or list(range(width, n_tokens, width))[:n_examples]
+    return a, [(words[e - width + 1:e + 1], a[e - width + 1:e + 1].tolist()) for e in ends], words
+
+@dataclass
+class Fig6Exp:
+    "Figure 6: the skips a trained dynamic-skip PTB model chooses on validation text (greedy)."
+    lm: PTBExp = field(default_factory=PTBExp)   # the trained model's config (kind 'dynamic')
+    lm_run: str = ''                             # its run folder (next to this run's)
+    n_tokens: int = 2000                         # validation tokens read, batch 1
+    width: int = 12                              # words per example window
+    n_examples: int = 3                          # windows ending in a preposition
+
+def fig6_skips(cfg: Fig6Exp, seed: int, ctx: RunContext) -> dict:
+    "Shares of each skip over all words (`all/skip<k>`) and after prepositions, and the example windows."
+    corpus = lm_corpus(cfg.lm.corpus, cfg.lm.data_path)
+    path = ctx.dir.parent/cfg.lm_run/'ckpt'/'train'/'best.pt'
+    if not path.exists(): raise FileNotFoundError(f'{path}: the run has no checkpoint here (checkpoints are not committed; rerun it)')
+    model = load_model(path, ptb_model(cfg.lm, len(corpus.vocab))).to(ctx.device)
+    acts, examples, words = skip_arcs(model, corpus.valid, corpus.vocab.itos, cfg.n_tokens, cfg.width, cfg.n_examples)
+    prep = torch.tensor([w in PREPOSITIONS for w in words])
+    out = {f'all/skip{k}': (acts == k).float().mean().item() for k in range(1, cfg.lm.K + 1)}
+    if prep.any(): out |= {f'prepositions/skip{k}': (acts[prep] == k).float().mean().item() for k in range(1, cfg.lm.K + 1)}
+    return out | dict(examples=[dict(words=w, skips=a) for w, a in examples])
+
+# %% ../nbs/14_dynamic_skip.ipynb #64c2058d
+@dataclass
+class NERExp:
+    "One BiLSTM-CNN-CRF tagger of Table 2, both directions `kind`, trained as Ma & Hovy (2016) (no GloVe)."
+    kind: str = 'lstm'               # both directions' layer, one of LAYERS
+    corpus: str = 'conll2003'        # or 'fixture' (smoke: small generated files in CoNLL format)
+    hidden: int = 200                # units per direction
+    word_dim: int = 100              # word embeddings, learned from scratch
+    K: int = 5                       # skip space (not given in the paper)
+    lam: float = 1.0                 # the paper's lambda for sequence labelling
+    epochs: int = 50
+    patience: int | None = 10        # early stopping on dev F1
+    lr: float = 0.015                # SGD with momentum
+    momentum: float = 0.9
+    lr_decay: float = 1.05           # lr divided by this after every epoch
+    batch_size: int = 10
+    clip: float = 5.
+    data_path: str | None = field(default=None, metadata={'key': False})
+
+@functools.lru_cache(maxsize=2)
+def conll_data(corpus: str, data_path: str | None = None) -> tuple:
+    "(train, dev, test) sentences with BIOES tags: CoNLL-2003 (`eng.train/testa/testb`) or the generated fixture."
+    if corpus == 'fixture':
+        d = Path(tempfile.mkdtemp())
+        files = [ner_fixture(d/f'eng.{s}', n, i) for i, (s, n) in enumerate([('train', 80), ('testa', 30), ('testb', 30)])]
+    else:
+        d = ensure_corpus('conll2003', data_path); files = [d/'eng.train', d/'eng.testa', d/'eng.testb']
+    return tuple([dict(words=s['words'], tags=iob1_to_bioes(s['ner'])) for s in read_conll2003(f)] for f in files)
+
+def sgd_momentum(params, cfg: TrainConfig, momentum: float = 0.9) -> torch.optim.Optimizer:
+    "SGD with momentum (Ma & Hovy), as `fit`'s `make_optimizer`."
+    return torch.optim.SGD(params, lr=cfg.lr, momentum=momentum)
+
+def train_ner(cfg: NERExp, seed: int, ctx: RunContext) -> dict:
+    "Train one tagger; dev and test entity F1 of the best dev epoch."
+    tr, dev, te = conll_data(cfg.corpus, cfg.data_path)
+    v = ner_vocabs(tr)
+    model = NERTagger(len(v.words), len(v.chars), len(v.tags), lambda i: make_layer(cfg.kind, i, cfg.hidden, K=cfg.K, lam=cfg.lam),
+                      word_dim=cfg.word_dim).to(ctx.device)
+    task = BatchTask(tr, None, loss_fn=lambda out, b: out.nll.mean(), forward=lambda m, b: m(b),
+                     collate=lambda ex: ner_collate(ex, v), metrics={}, evaluate=lambda m: ner_f1(m, dev, v))
+    tcfg = TrainConfig(optimizer='sgd', lr=cfg.lr, weight_decay=0., clip=cfg.clip, epochs=cfg.epochs, batch_size=cfg.batch_size,
+                       lr_decay=cfg.lr_decay, lr_decay_start=1, monitor='f1', monitor_mode='max', seed=seed, progress=False,
+                       patience=cfg.patience)
+    hist = ctx.fit(model, task, tcfg, extra_loss=Reinforce(ner_reward) if cfg.kind == 'dynamic' else None,
+                   make_optimizer=functools.partial(sgd_momentum, momentum=cfg.momentum))
+    d, t = ner_f1(model, dev, v), ner_f1(model, te, v)
+    return dict(dev_f1=d['f1'], test_f1=t['f1'], test_precision=t['precision'], test_recall=t['recall'],
+                epochs=len(hist), train_time_s=sum(h['time_s'] for h in hist))
+
+# %% ../nbs/14_dynamic_skip.ipynb #d4fb2cf4
+@dataclass
+class IMDBExp:
+    "One IMDB sentiment classifier of Table 4 (embeddings from scratch)."
+    kind: str = 'lstm'               # the recurrent layer, one of LAYERS
+    corpus: str = 'imdb'             # or 'fixture' (smoke: a tiny generated aclImdb tree)
+    max_len: int = 400               # reviews cropped to their last / front-padded to this many words
+    min_count: int = 2               # vocabulary: training words seen this often
+    emb: int = 300
+    hidden: int = 128
+    K: int = 3
+    lam: float = 0.5
+    dropout: float = 0.2             # before the classifier
+    epochs: int = 15
+    lr: float = 1e-3                 # Adam (not given in the paper)
+    clip: float = 5.
+    batch_size: int = 50
+    data_path: str | None = field(default=None, metadata={'key': False})
+
+def imdb_root(data_path: str | None = None) -> Path | None:
+    "The folder holding `aclImdb/` (or the tree itself), or None when IMDB is not there."
+    root = data_dir(data_path)
+    return root if (root/'aclImdb').is_dir() or (root/'train'/'pos').is_dir() else None
+
+def imdb_data(root, max_len: int = 400, min_count: int = 2, seed: int = 0):
+    "(train, valid, test) as `(x[n, max_len], y[n])` and the vocabulary size (15% of train held out; vocabulary from train)."
+    tr, te = read_imdb(root, 'train'), read_imdb(root, 'test')
+    g = torch.Generator().manual_seed(seed); perm = torch.randperm(len(tr), generator=g).tolist()
+    n_val = max(1, int(0.15 * len(tr)))
+    va, tr = [tr[i] for i in perm[:n_val]], [tr[i] for i in perm[n_val:]]
+    wc = Counter(w for r in tr for w in r['tokens'])
+    stoi = {w: i + 2 for i, w in enumerate(w for w, c in wc.most_common() if c >= min_count)}   # 0 pad, 1 unk
+    enc = lambda rs: (pad_crop([[stoi.get(w, 1) for w in r['tokens']] for r in rs], max_len), torch.tensor([r['label'] for r in rs]))
+    return enc(tr), enc(va), enc(te), len(stoi) + 2
+
+@functools.lru_cache(maxsize=2)
+def imdb_splits(corpus: str, max_len: int, min_count: int, data_path: str | None = None):
+    "`imdb_data` of the real corpus or of the fixture (cached)."
+    root = imdb_fixture(Path(tempfile.mkdtemp())) if corpus == 'fixture' else imdb_root(data_path)
+    if root is None: raise FileNotFoundError(f'IMDB not found under {data_dir(data_path)}: download {IMDB_URL} and extract it there')
+    return imdb_data(root, max_len, min_count)
+
+def train_imdb(cfg: IMDBExp, seed: int, ctx: RunContext) -> dict:
+    "Train one classifier; validation and test accuracy of the best validation epoch."
+    (xtr, ytr), (xva, yva), (xte, yte), V = imdb_splits(cfg.corpus, cfg.max_len, cfg.min_count, cfg.data_path)
+    model = SeqClassifier(V, 2, lambda i: make_layer(cfg.kind, i, cfg.hidden, K=cfg.K, lam=cfg.lam), emb_size=cfg.emb,
+                          dropout=cfg.dropout, padding_idx=0).to(ctx.device)
+    tcfg = TrainConfig(optimizer='adam', lr=cfg.lr, weight_decay=0., clip=cfg.clip, epochs=cfg.epochs, batch_size=cfg.batch_size,
+                       eval_batch_size=200, monitor='acc', monitor_mode='max', seed=seed, progress=False)
+    task = BatchTask((xtr, ytr), (xva, yva), evaluate=lambda m: classify_eval(m, xva, yva, 200))
+    hist = ctx.fit(model, task, tcfg, extra_loss=Reinforce(classifier_reward) if cfg.kind == 'dynamic' else None)
+    return dict(dev_acc=classify_eval(model, xva, yva, 200)['acc'], test_acc=classify_eval(model, xte, yte, 200)['acc'], epochs=len(hist))
+
+# %% ../nbs/14_dynamic_skip.ipynb #1e4773a9
+@dataclass
+class ThroughputExp:
+    "Training tokens/s of the skip layers against nn.LSTM of the same size, and of the LM with a dynamic 2nd layer."
+    sizes: tuple = ((650, 20, 35), (200, 100, 11), (200, 20, 35))   # (hidden, batch, steps) of the layer benchmarks
+    kinds: tuple = ('dynamic', 'fixed3', 'attention')               # the layers timed against nn.LSTM
+    K: int = 5                       # skip space of 'dynamic' / 'attention'
+    rounds: int = 5                  # interleaved rounds of the layer benchmarks (medians over them)
+    steps: int = 5                   # timed steps per round
+    threads: int = 1                 # torch threads while measuring
+    lm_vocab: int = 10_000           # the LM benchmark: vocabulary and units (2 layers)
+    lm_hidden: int = 650
+    lm_rounds: int = 10
+
+def skip_throughput(cfg: ThroughputExp, seed: int, ctx: RunContext) -> dict:
+    "`H<h>_B<b>_T<t>/<kind>/...`: tokens/s, nn.LSTM tokens/s (oneDNN and native) and ratios; `lm_H<h>/...` for the LM."
+    tp = {}
+    for H, B, T in cfg.sizes:
+        for kind in cfg.kinds:
+            torch.manual_seed(seed)
+            r = throughput(make_layer(kind, H, H, K=cfg.K).to(ctx.device), nn.LSTM(H, H).to(ctx.device), LayerStep(bsz=B, bptt=T),
+                           rounds=cfg.rounds, steps=cfg.steps, threads=cfg.threads, variants={'native': native_kernels})
+            tp |= {f'H{H}_B{B}_T{T}/{kind}/{k.replace("ref", "lstm")}': v for k, v in r.items()}   # lstm_tokens_per_s, ...
+    V, H = cfg.lm_vocab, cfg.lm_hidden
+    mk = lambda layer2: LSTMLM(LSTMLMConfig(vocab_size=V, nhid=H), layers=[None, layer2]).to(ctx.device)
+    torch.manual_seed(seed)
+    lm = throughput(mk(make_layer('dynamic', H, H, K=cfg.K)), mk(None), LMStep(V), rounds=cfg.lm_rounds, threads=cfg.threads)
+    return tp | {f'lm_H{H}/dynamic_tokens_per_s': lm['tokens_per_s'], f'lm_H{H}/lstm_tokens_per_s': lm['ref_tokens_per_s'], f'lm_H{H}/ratio': lm['ratio']}
+
+# %% ../nbs/14_dynamic_skip.ipynb #d1ddb076
+PARTS = ('throughput', 'number', 'number_long', 'number_offset', 'number_offset_long', 'ptb', 'ner', 'imdb', 'figures')
+
+def missing_data(parts, scale: str, data_path: str | None = None) -> dict:
+    "The parts among `parts` whose data cannot be had here, with why (CoNLL-2003 and IMDB cannot be downloaded)."
+    if scale == 'smoke': return {}                       # fixtures and generated data
+    out = {}
+    if 'ner' in parts and not has_corpus('conll2003', data_path):
+        out['ner'] = f'CoNLL-2003 not found under {data_dir(data_path)}/conll2003 (eng.train, eng.testa, eng.testb)'
+    if 'imdb' in parts and imdb_root(data_path) is None:
+        out['imdb'] = f'IMDB is not available ({data_dir(data_path)}/aclImdb missing): download {IMDB_URL} and extract it there'
+    return out
+
+def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Plan:
+    "The runs of every part at `scale`."
+    s0 = seeds[0]
+    base = pick(scale, smoke=NumberExp(n=(600, 200, 200), hidden=24, epochs=1, patience=0), cpu=NumberExp(epochs=40), default=NumberExp(epochs=100))
+    row_seeds = lambda row: seeds if scale != 'cpu' or row in ('lstm', 'dynamic_lam0.5') else seeds[:1]
+    def number(length, row, seed, offset=0, name=None, **kw):
+        kind, lam = NUMBER_ROWS[row]
+        cfg = replace(replace(base, length=length, offset=offset, data_seed=100 * length + offset, kind=kind, lam=lam), **kw)
+        return Spec(train_number, cfg, seed, name=name or f'np_len{length}' + (f'_off{offset}' if offset else '') + f'_{row}')
+    long_epochs = pick(scale, smoke=2, cpu=100, default=base.epochs)
+    def longer(s):
+        if long_epochs <= s.cfg.epochs: return s         # already the long budget
+        return Spec(train_number, replace(s.cfg, epochs=long_epochs), s.seed, name=f'{s.name}_e{long_epochs}', extends=s)
+    LONG, OFFSET = ('lstm', 'dynamic_lam0.5'), ('lstm', 'dynamic_lam0.5', 'attention')
+    parts = {'number': [number(L, row, s) for L in (11, 21) for row in NUMBER_ROWS for s in row_seeds(row)],
+             'number_long': [longer(number(21, row, s0)) for row in LONG],
+             'number_offset': [number(21, row, s, offset=10) for row in OFFSET for s in row_seeds(row)],
+             'number_offset_long': [longer(number(21, row, s0, offset=10)) for row in LONG]}
+
+    ptbc = pick(scale, smoke=PTBExp(corpus='synthetic', nhid=32, dropout=0.2, epochs=1, max_steps=12, bptt=20, lr_decay=1.2, lr_decay_start=None),
+                cpu=PTBExp(nhid=128, dropout=0.2, epochs=3, lr_decay=2.0, lr_decay_start=2), default=PTBExp())
+    ptbc = replace(ptbc, data_path=data_path)
+    ptb_id = data_identity(ptbc.corpus)
+    parts['ptb'] = [Spec(train_ptb, replace(ptbc, kind=k), s, name=f'ptb_{k}', data_id=ptb_id)
+                    for k in LAYERS for s in seeds[:pick(scale, smoke=1, cpu=2, default=len(seeds))]]
+
+    nerc = pick(scale, smoke=NERExp(corpus='fixture', hidden=12, word_dim=16, epochs=1, patience=0), cpu=NERExp(epochs=15, patience=5), default=NERExp())
+    nerc = replace(nerc, data_path=data_path)
+    n_ner = pick(scale, smoke=dict.fromkeys(LAYERS, 1), cpu={**dict.fromkeys(LAYERS, 1), 'lstm': 2, 'dynamic': 2}, default=dict.fromkeys(LAYERS, len(seeds)))
+    parts['ner'] = [Spec(train_ner, replace(nerc, kind=k), s, name=f'ner_{k}', data_id=data_identity(nerc.corpus))
+                    for k in LAYERS for s in seeds[:n_ner[k]]]
+
+    imdbc = pick(scale, smoke=IMDBExp(corpus='fixture', max_len=12, min_count=1, emb=8, hidden=8, epochs=1),
+                 cpu=IMDBExp(epochs=5), default=IMDBExp())
+    parts['imdb'] = [Spec(train_imdb, replace(imdbc, kind=k, data_path=data_path), s0, name=f'imdb_{k}', data_id=imdbc.corpus) for k in LAYERS]
+
+    parts['throughput'] = [Spec(skip_throughput, pick(scale, smoke=ThroughputExp(sizes=((64, 20, 35),), rounds=1, steps=2, lm_vocab=200, lm_hidden=64, lm_rounds=2),
+                                                      default=ThroughputExp()), s0, name='throughput')]
+
+    f4 = {row: number(21, row, s0) for row in LONG}
+    fig4 = Spec(fig4_grad_norms, Fig4Exp(models={r: s.cfg for r, s in f4.items()}, runs={r: s.folder for r, s in f4.items()}),
+                s0, name='fig4_grad_norms', needs=tuple(f4.values()))
+    f5 = pick(scale, smoke=dict(n=None, epochs=1, lams=(0.5, 1.0), Ks=(2, 10)), cpu=dict(n=20_000, epochs=20, lams=(0.25, 0.5, 0.75, 1.0), Ks=(1, 3, 5, 10)),
+              default=dict(n=None, epochs=base.epochs, lams=(0.25, 0.5, 0.75, 1.0), Ks=(1, 3, 5, 10)))
+    fig5 = [number(11, 'dynamic_lam0.5', s0, name=f'fig5_lam{lam}_K{K}', lam=lam, K=K, n_train=f5['n'], epochs=f5['epochs'])
+            for lam, K in [(lam, 10) for lam in f5['lams']] + [(0.5, K) for K in f5['Ks']]]
+    lm6 = next(s for s in parts['ptb'] if s.name == 'ptb_dynamic' and s.seed == s0)
+    fig6 = Spec(fig6_skips, Fig6Exp(lm=lm6.cfg, lm_run=lm6.folder), s0, name='fig6_skips', data_id=ptb_id, needs=(lm6,))
+    parts['figures'] = [fig4, *fig5, fig6]
+    return Plan('dynamic_skip', scale, {p: parts[p] for p in PARTS})
