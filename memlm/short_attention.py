@@ -15,9 +15,11 @@ from .data import Vocab, Corpus, batchify, read_cbt, EOS, UNK
 from .train import LMTask, lm_loss
 
 # %% auto #0
-__all__ = ['KINDS', 'ShortAttnConfig', 'windows', 'past_mask', 'WindowAttention', 'NGramHead', 'ShortAttentionLM',
-           'AttentionProfile', 'count_params', 'match_hidden_size', 'matched_configs', 'compare_throughput',
-           'expand_hidden', 'cbt_scores', 'cbt_accuracy', 'cbt_lm_corpus', 'ArticleLMTask']
+__all__ = ['KINDS', 'PARTS', 'ATTENTIVE', 'WINDOWS', 'NGRAMS', 'LONG_KINDS', 'ShortAttnConfig', 'windows', 'past_mask',
+           'WindowAttention', 'NGramHead', 'ShortAttentionLM', 'AttentionProfile', 'count_params', 'match_hidden_size',
+           'matched_configs', 'compare_throughput', 'expand_hidden', 'cbt_scores', 'cbt_accuracy', 'cbt_lm_corpus',
+           'ArticleLMTask', 'sa_corpus', 'ShortAttnExp', 'train_lm', 'ThroughputExp', 'measure_throughput', 'CBTExp',
+           'cbt_corpus', 'train_cbt', 'run_name', 'lm_base', 'matched', 'make_plan', 'by_seed', 'paired_diff']
 
 # %% ../nbs/12_short_attention.ipynb #57b9e739
 KINDS = ('lstm', 'attention', 'kv', 'kvp', 'ngram')  # the five models of Table 1
@@ -241,10 +243,11 @@ def compare_throughput(cfgs: dict[str, ShortAttnConfig],
                        ref: str = 'lstm',   # the config every other one is compared with
                        bsz: int = 64, bptt: int = 20,
                        steps: int = 1,      # timed steps per round
+                       device='cpu',        # where the models are timed
                        **kw) -> list[dict]:  # passed to `memlm.models.throughput` (warmup, threads)
     "Table rows: training tokens/s of each config and its ratio to `cfgs[ref]`, each measured against the reference in turn."
-    reference, step = ShortAttentionLM(cfgs[ref]), LMStep(cfgs[ref].vocab_size, bsz=bsz, bptt=bptt)
-    res = {k: throughput(ShortAttentionLM(c), reference, step, rounds=rounds, steps=steps, **kw) for k, c in cfgs.items() if k != ref}
+    reference, step = ShortAttentionLM(cfgs[ref]).to(device), LMStep(cfgs[ref].vocab_size, bsz=bsz, bptt=bptt)
+    res = {k: throughput(ShortAttentionLM(c).to(device), reference, step, rounds=rounds, steps=steps, **kw) for k, c in cfgs.items() if k != ref}
     tps = {ref: statistics.median(r['ref_tokens_per_s'] for r in res.values())} | {k: r['tokens_per_s'] for k, r in res.items()}
     ratio = {ref: 1.0} | {k: r['ratio'] for k, r in res.items()}
     return [dict(model=k, hidden=c.hidden_size, params=count_params(c), tokens_per_s=round(tps[k]), ratio=round(ratio[k], 3))
@@ -336,3 +339,168 @@ class ArticleLMTask(LMTask):
         self.hidden = detach(out.hidden)
         loss, nll = lm_loss(out, y, self.cfg.alpha, self.cfg.beta)
         return loss, out, nll, y.numel()
+
+# %% ../nbs/12_short_attention.ipynb #50ae675f
+import contextlib, functools
+from dataclasses import field
+from pathlib import Path
+from .data import load_corpus, synthetic_corpus, data_dir, has_corpus
+from .train import TrainConfig
+from .evaluate import evaluate
+from .experiment import Spec, Plan, RunContext, data_identity, mean_sd
+from .registry import pick
+
+# %% ../nbs/12_short_attention.ipynb #20bb9787
+@functools.lru_cache(maxsize=4)
+def sa_corpus(name: str, data_path: str | None = None) -> Corpus:
+    "PTB or WikiText by name, or 'synthetic': the long-range corpus cut into articles of 250 tokens (10k/1k/1k tokens)."
+    if name == 'synthetic': return synthetic_corpus(n_train=10_000, n_valid=1_000, n_test=1_000, article_len=250)
+    return load_corpus(name, data_dir(data_path))
+
+@dataclass
+class ShortAttnExp:
+    "One language model of Table 1, Figure 2a/3 or the N-gram sweep: corpus, model and training."
+    corpus: str = 'ptb'                          # 'ptb', 'wikitext-2' or 'synthetic' (the last two have articles)
+    model: ShortAttnConfig = field(default_factory=ShortAttnConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)   # valid/test are read at its eval_batch_size and bptt
+    data_path: str | None = field(default=None, metadata={'key': False})
+
+def train_lm(cfg: ShortAttnExp, seed: int, ctx: RunContext) -> dict:
+    "Train one model (the best validation epoch kept); valid/test perplexity, and the attention profile on valid."
+    corpus = sa_corpus(cfg.corpus, cfg.data_path)
+    if len(corpus.vocab) != cfg.model.vocab_size:
+        raise ValueError(f'{cfg.corpus} has {len(corpus.vocab)} words, the config says vocab_size={cfg.model.vocab_size}')
+    torch.manual_seed(seed)
+    model = ShortAttentionLM(cfg.model).to(ctx.device)
+    tc = replace(cfg.train, seed=seed)
+    hist = ctx.fit(model, ArticleLMTask(corpus.train, corpus.valid, corpus.articles.get('train'), corpus.articles.get('valid')), tc)
+    has_articles = len(corpus.articles.get('train', [])) > 0    # PTB has none; evaluation resets need batch 1
+    arts = lambda split: corpus.articles.get(split) if has_articles else None
+    attentive = cfg.model.kind in ('attention', 'kv', 'kvp')
+    with AttentionProfile(model) if attentive else contextlib.nullcontext() as prof:
+        val = evaluate(model, corpus.valid, tc.eval_batch_size, tc.bptt, arts('valid'))
+    test = evaluate(model, corpus.test, tc.eval_batch_size, tc.bptt, arts('test'))
+    best = min(hist, key=lambda h: h.get('val_loss', math.inf))
+    m = dict(valid_ppl=val['ppl'], test_ppl=test['ppl'], params=count_params(cfg.model), hidden=cfg.model.hidden_size,
+             best_epoch=best['epoch'], epochs=len(hist), s_per_epoch=statistics.mean(h['time_s'] for h in hist),
+             train_tokens_per_s=statistics.mean(h['items_per_s'] for h in hist))
+    if attentive: m.update(attn_profile=prof.mean.tolist(), attn_last5=prof.last(5))
+    return m
+
+# %% ../nbs/12_short_attention.ipynb #ac7eccc9
+@dataclass
+class ThroughputExp:
+    "Training tokens/s of each Table 1 model against the plain LSTM of the same parameter count (random tokens)."
+    lstm: ShortAttnConfig = field(default_factory=lambda: ShortAttnConfig(kind='lstm'))   # the plain LSTM: vocabulary, w = k
+    window: int = 15                 # L of the attentive models
+    kvp_windows: tuple = (10,)       # key-value-predict is also measured at these windows
+    tol: float = 0.01                # parameter matching
+    bsz: int = 64
+    bptt: int = 20
+    rounds: int = 3                  # interleaved rounds per comparison (medians over them)
+    steps: int = 5                   # timed steps per round
+    threads: int | None = None       # torch CPU threads while timing (None: the process's)
+
+def measure_throughput(cfg: ThroughputExp, seed: int, ctx: RunContext) -> dict:
+    "`<model>/tokens_per_s`, `<model>/ratio` (to the LSTM), `<model>/hidden`, `<model>/params`, and the smallest ratio."
+    torch.manual_seed(seed)
+    kw = dict(rounds=cfg.rounds, bsz=cfg.bsz, bptt=cfg.bptt, steps=cfg.steps, threads=cfg.threads, device=ctx.device)
+    rows = compare_throughput(matched_configs(replace(cfg.lstm, window=cfg.window), tol=cfg.tol), **kw)
+    for L in cfg.kvp_windows:
+        pair = matched_configs(replace(cfg.lstm, window=L), kinds=('lstm', 'kvp'), tol=cfg.tol)
+        rows += [r | {'model': f'kvp_L{L}'} for r in compare_throughput(pair, **kw)[1:]]
+    return ({f"{r['model']}/{k}": r[k] for r in rows for k in ('tokens_per_s', 'ratio', 'hidden', 'params')}
+            | dict(min_ratio=min(r['ratio'] for r in rows), window=cfg.window, threads=cfg.threads or torch.get_num_threads()))
+
+# %% ../nbs/12_short_attention.ipynb #dbfad33d
+@dataclass
+class CBTExp:
+    "An LM of one kind trained on the CBT training stories of all `types`, scored on each type's test questions."
+    kind: str = 'kvp'                # one of KINDS
+    size: int = 300                  # w = k of the plain LSTM; other kinds get its parameter count
+    window: int = 10                 # L
+    ngram: int = 4                   # N
+    tol: float = 0.01                # parameter matching
+    train: TrainConfig = field(default_factory=TrainConfig)   # validation at batch 1 (the state is reset per story)
+    max_vocab: int | None = 50_000   # most frequent training words kept
+    types: tuple = ('NE', 'CN', 'V', 'P')
+    data_path: str | None = field(default=None, metadata={'key': False})
+
+@functools.lru_cache(maxsize=2)
+def cbt_corpus(folder: str, types: tuple, max_vocab: int | None) -> Corpus:
+    "The LM corpus of the CBT training (and validation) questions of `types` in `folder`."
+    f = Path(folder)
+    return cbt_lm_corpus({'train': [f/f'cbt_{t}_train.txt' for t in types], 'valid': [f/f'cbt_{t}_valid_2000ex.txt' for t in types]},
+                         max_vocab=max_vocab)
+
+def train_cbt(cfg: CBTExp, seed: int, ctx: RunContext) -> dict:
+    "Train on CBT stories (best validation epoch kept); test accuracy (%) per word type."
+    folder = data_dir(cfg.data_path)/'cbt'
+    cbt = cbt_corpus(str(folder), tuple(cfg.types), cfg.max_vocab)
+    base = ShortAttnConfig(vocab_size=len(cbt.vocab), emb_size=cfg.size, hidden_size=cfg.size, kind='lstm', window=cfg.window, ngram=cfg.ngram)
+    mcfg = matched_configs(base, (cfg.kind,), tol=cfg.tol)[cfg.kind]
+    torch.manual_seed(seed)
+    model = ShortAttentionLM(mcfg).to(ctx.device)
+    hist = ctx.fit(model, ArticleLMTask(cbt.train, cbt.valid, cbt.articles['train'], cbt.articles['valid']),
+                   replace(cfg.train, seed=seed, eval_batch_size=1))
+    acc = cbt_accuracy(model, cbt.vocab, {t: read_cbt(folder/f'cbt_{t}_test_2500ex.txt') for t in cfg.types})
+    return acc | dict(params=count_params(mcfg), hidden=mcfg.hidden_size, vocab=len(cbt.vocab), epochs=len(hist))
+
+# %% ../nbs/12_short_attention.ipynb #b9804d6f
+PARTS = ('table1', 'window', 'attention', 'long', 'ngram', 'throughput', 'cbt')
+ATTENTIVE = ('attention', 'kv', 'kvp')
+WINDOWS, NGRAMS = (1, 5, 10, 15), (2, 3, 4, 5)    # Figure 2a's windows; the N-gram sweep
+LONG_KINDS = ('lstm', 'kvp', 'attention')          # trained longer in the `long` part
+
+def run_name(m: ShortAttnConfig) -> str:
+    "A model's name in tables and run folders: 'lstm', 'kvp_L10', 'ngram4'."
+    return m.kind + dict(lstm='', ngram=f'{m.ngram}').get(m.kind, f'_L{m.window}')
+
+def lm_base(scale: str, data_path: str | None = None) -> tuple[ShortAttnExp, float]:
+    "The plain LSTM run of `scale` (corpus, size, training) and the parameter-matching tolerance."
+    corpus = pick(scale, smoke='synthetic', cpu='ptb', default='wikitext-2')
+    V = pick(scale, smoke=64, cpu=10_000, default=33_278)          # the corpora's vocabularies (checked by train_lm)
+    size = pick(scale, smoke=24, cpu=100, default=300)             # w = k of the plain LSTM
+    train = TrainConfig(optimizer='adam', lr=1e-3, weight_decay=0., clip=5., batch_size=64, bptt=20,
+                        epochs=pick(scale, smoke=2, cpu=3, gpu=15, paper=30),
+                        eval_batch_size=10 if corpus == 'ptb' else 1,  # article resets in evaluation need batch 1
+                        load_best=True, progress=False)
+    model = ShortAttnConfig(vocab_size=V, emb_size=size, hidden_size=size, kind='lstm', window=10, ngram=4)
+    return ShortAttnExp(corpus, model, train, data_path), pick(scale, smoke=0.05, default=0.01)   # tiny smoke models cannot all match within 1%
+
+def matched(lm: ShortAttnExp, kind: str, tol: float, window: int = 10, ngram: int = 4) -> ShortAttnExp:
+    "`lm` with the `kind` model that has the plain LSTM's parameter count (window L, N of the N-gram RNN)."
+    return replace(lm, model=matched_configs(replace(lm.model, kind='lstm', window=window, ngram=ngram), (kind,), tol=tol)[kind])
+
+def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Plan:
+    "The runs of every part at `scale`; Table 1 per seed, the sweeps and longer training at `seeds[0]`."
+    lm, tol = lm_base(scale, data_path)
+    did, s0 = data_identity(lm.corpus), seeds[0]
+    def spec(e: ShortAttnExp, seed: int, suffix: str = '') -> Spec:
+        return Spec(train_lm, e, seed, name=run_name(e.model) + suffix, data_id=did)
+    table1 = [spec(matched(lm, k, tol), s) for k in KINDS for s in seeds]
+    window = [spec(lm, s0)] + [spec(matched(lm, k, tol, window=L), s0) for L in WINDOWS for k in ATTENTIVE]
+    attention = [spec(matched(lm, k, tol, window=15), s0) for k in ATTENTIVE]
+    ngram = [spec(matched(lm, 'ngram', tol, ngram=n), s0) for n in NGRAMS]
+    long_epochs = pick(scale, smoke=3, cpu=10, default=None)
+    long = [spec(replace(e, train=replace(e.train, epochs=long_epochs, patience=2)), s0, f'_e{long_epochs}')
+            for e in (matched(lm, k, tol) for k in LONG_KINDS)] if long_epochs else []
+    tp = ThroughputExp(lm.model, window=15, tol=tol, rounds=pick(scale, smoke=1, default=3), steps=pick(scale, smoke=2, default=5),
+                       threads=pick(scale, smoke=1, cpu=1, default=None))
+    cbt = [Spec(train_cbt, CBTExp(kind=k, size=lm.model.emb_size, tol=tol, train=lm.train, data_path=data_path), s0,
+                name=f'cbt_{k}', data_id=data_identity('cbt'))
+           for k in ('lstm', 'kvp')] if scale != 'smoke' and has_corpus('cbt', data_path) else []   # needs the CBT files
+    return Plan('short_attention', scale, dict(table1=table1, window=window, attention=attention, long=long, ngram=ngram,
+                                               throughput=[Spec(measure_throughput, tp, s0, name='throughput')], cbt=cbt))
+
+# %% ../nbs/12_short_attention.ipynb #705198a9
+def by_seed(res, specs: list[Spec]) -> dict[int, dict]:
+    "The metrics of the finished runs among `specs`, by seed."
+    return {s.seed: res[s]['metrics'] for s in specs if res.done(s)}
+
+def paired_diff(name: str, a: dict[int, dict], b: dict[int, dict], key: str) -> dict:
+    "`name`, `name_std`, `name_n`: mean and sd over the seeds both have of `a[seed][key] - b[seed][key]` ({} if none)."
+    d = [a[s][key] - b[s][key] for s in a if s in b]
+    if not d: return {}
+    mu, sd = mean_sd(d)
+    return {name: mu, f'{name}_std': sd, f'{name}_n': len(d)}
