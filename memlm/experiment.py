@@ -18,9 +18,9 @@ from .train import fit, TimeLimitReached
 __all__ = ['CLAIM_COLUMNS', 'VERDICTS', 'NotebookParams', 'snapshot', 'read_params', 'fn_name', 'config_dict', 'key_dict',
            'content_key', 'data_identity', 'Spec', 'stop_reason', 'fit_summary', 'RunContext', 'ToyConfig',
            'toy_regression', 'runs_dir', 'load_record', 'execute', 'Results', 'Plan', 'mean_sd', 'aggregate',
-           'row_metrics', 'fmt_ms', 'read_claims', 'check_expect', 'verdict', 'claim_value', 'trained_at',
-           'summary_rows', 'summary_markdown', 'paper_status', 'write_summary', 'unrecorded_claims', 'global_reads',
-           'adopt']
+           'paired_diff', 'row_metrics', 'fmt_ms', 'read_claims', 'check_expect', 'verdict', 'claim_value',
+           'trained_at', 'summary_rows', 'summary_markdown', 'paper_status', 'write_summary', 'unrecorded_claims',
+           'global_reads', 'adopt']
 
 # %% ../nbs/05_experiment.ipynb #e6ddd008
 @dataclass
@@ -215,7 +215,7 @@ def execute(spec: Spec, root: Path, *, deadline: float | None = None, rerun: boo
     write_json(d/'record.json', rec)
     return rec
 
-# %% ../nbs/05_experiment.ipynb #bae62c19
+# %% ../nbs/05_experiment.ipynb #80229721
 def _worker_init(threads: int | None):
     if threads: torch.set_num_threads(threads)
 
@@ -237,6 +237,15 @@ class Results(dict):
         out = {}
         for s in specs:
             if self.done(s): out.setdefault(s.name, []).append(self[s]['metrics'])
+        return out
+    def seeds(self, specs: list[Spec]) -> dict[int, dict]:
+        "The finished runs' metrics by seed (the specs of one table row)."
+        return {s.seed: self[s]['metrics'] for s in specs if self.done(s)}
+    def by_seed(self, specs: list[Spec]) -> dict[str, dict[int, dict]]:
+        "The finished runs' metrics by run name, then seed: what `paired_diff` compares."
+        out = {}
+        for s in specs:
+            if self.done(s): out.setdefault(s.name, {})[s.seed] = self[s]['metrics']
         return out
     def table_metrics(self, specs: list[Spec], keys=None) -> dict:
         "`row_metrics` of every name among `specs`: what an aggregated record holds."
@@ -337,7 +346,7 @@ def _run_line(rec: dict, s: Spec) -> str:
     shown = ', '.join(f'{k} {v:.4g}' for k, v in list(m.items())[:4] if isinstance(v, (int, float)))
     return f"  {s.folder}: {rec['status']}, {rec.get('epochs')} epochs ({rec.get('stop_reason')}), {rec['train_time_s']:.0f}s train; {shown}"
 
-# %% ../nbs/05_experiment.ipynb #c3b2b65d
+# %% ../nbs/05_experiment.ipynb #3a32e7e1
 def mean_sd(xs) -> tuple[float, float]:
     "Mean and sample standard deviation (0 for one value)."
     xs = [float(x) for x in xs]
@@ -354,6 +363,13 @@ def aggregate(metrics: list[dict], keys=None) -> dict:
         mu, sd = mean_sd(m[k] for m in metrics)
         out[k] = dict(mean=mu, sd=sd, n=len(metrics))
     return out
+
+def paired_diff(name: str, a: dict[int, dict], b: dict[int, dict], key: str, relative: bool = False) -> dict:
+    "`name`, `name_std`, `name_n`: over the seeds both rows have, `a[seed][key] - b[seed][key]` (relative: `100 (a/b - 1)`); {} if none."
+    d = [100 * (a[s][key] / b[s][key] - 1) if relative else a[s][key] - b[s][key] for s in a if s in b]
+    if not d: return {}
+    mu, sd = mean_sd(d)
+    return {name: mu, f'{name}_std': sd, f'{name}_n': len(d)}
 
 def row_metrics(row: str, metrics: list[dict], keys=None) -> dict:
     "Aggregated metrics flattened for a record: `<row>/<key>`, `<row>/<key>_std`, `<row>/<key>_n`."
@@ -373,7 +389,7 @@ def fmt_ms(metrics: dict, key: str, digits: int = 1, unit: str = '') -> str:
     elif n == 1: out += ' (1 seed)'
     return out
 
-# %% ../nbs/05_experiment.ipynb #120333d9
+# %% ../nbs/05_experiment.ipynb #23eae526
 CLAIM_COLUMNS = ('claim', 'paper_value', 'result', 'key', 'expect', 'tol', 'note')
 VERDICTS = ('reproduced', 'direction only', 'not reproduced', 'not run')
 
@@ -417,7 +433,7 @@ def verdict(ours: float | None, paper: float | None, expect: str, tol: float | N
         return 'reproduced' if abs(ours - paper) <= (0.5 if tol is None else tol) * abs(paper) else 'direction only'
     return '–'                       # informational: no verdict asked for
 
-# %% ../nbs/05_experiment.ipynb #9f7cab0e
+# %% ../nbs/05_experiment.ipynb #2f9096d5
 def claim_value(c: dict, scales=('paper', 'gpu', 'cpu')) -> dict | None:
     "Ours for claim `c` at the largest scale with a value: value, sd, n, scale, commit; None when not run."
     for s in scales:
@@ -470,7 +486,7 @@ def write_summary(path: Path | None = None) -> str:
     path = Path(path or results_dir()/'summary.md'); path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(md); return md
 
-# %% ../nbs/05_experiment.ipynb #6ce449d2
+# %% ../nbs/05_experiment.ipynb #e4c382ae
 def unrecorded_claims(paper: str, scale: str) -> list[str]:
     "Claims of `paper` whose record exists at `scale` but does not hold the claim's key."
     out = []
@@ -480,7 +496,7 @@ def unrecorded_claims(paper: str, scale: str) -> list[str]:
         if p.exists() and c['key'] not in json.loads(p.read_text()).get('metrics', {}): out.append(f"{c['claim']} ({c['result']}: {c['key']})")
     return out
 
-# %% ../nbs/05_experiment.ipynb #80f03a7d
+# %% ../nbs/05_experiment.ipynb #f28fc0e5
 def global_reads(ns: dict) -> dict[str, list[str]]:
     "Functions defined in a notebook namespace that read notebook variables (data, not modules/callables/CONSTANTS)."
     import dis, types
@@ -502,7 +518,7 @@ def global_reads(ns: dict) -> dict[str, list[str]]:
         if bad: out[name] = sorted(bad)
     return out
 
-# %% ../nbs/05_experiment.ipynb #7d8e605c
+# %% ../nbs/05_experiment.ipynb #38ca9fb2
 def _last_clean_run(lines: list[dict]) -> list[dict]:
     "The epochs of the last training run in a log that earlier runs may have appended to (epochs restart at 1)."
     start = max((i for i, l in enumerate(lines) if l.get('epoch') == 1), default=0)

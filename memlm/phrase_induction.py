@@ -18,7 +18,7 @@ __all__ = ['ATTENTIONS', 'ABLATIONS', 'FUNCTION_WORDS', 'SPECIAL_TOKENS', 'FIG_S
            'CausalTransformerLM', 'variant', 'config_diff', 'sentence_phrases', 'stream_heights', 'height_by_class',
            'alignment_stats', 'AuxLMStep', 'EvalStep', 'PILMExp', 'build_pilm', 'plain_lm', 'n_params', 'train_pilm',
            'trained_pilm', 'FigureExp', 'phrase_figures', 'PILMThroughputExp', 'pilm_throughput', 'TransformerExp',
-           'train_transformer', 'pilm_config', 'make_plan', 'by_seed', 'paired_differences']
+           'train_transformer', 'pilm_config', 'make_plan', 'paired_differences']
 
 # %% ../nbs/11_phrase_induction.ipynb #5f953de3
 class HeightNet(nn.Module):
@@ -317,7 +317,7 @@ from .awd_lstm import lm_corpus
 from .models import AWDLSTM, AWDLSTMConfig, throughput
 from .train import TrainConfig, LMTask, load_model
 from .evaluate import evaluate
-from .experiment import Spec, Plan, RunContext, data_identity, mean_sd
+from .experiment import Spec, Plan, RunContext, data_identity, mean_sd, paired_diff
 from .registry import pick
 
 @dataclass
@@ -496,20 +496,10 @@ def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Pla
         'throughput': [Spec(pilm_throughput, tp, seeds[0], name='throughput')]})
 
 # %% ../nbs/11_phrase_induction.ipynb #85bc89d1
-def by_seed(res, specs) -> dict[str, dict[int, dict]]:
-    "The finished runs' metrics by row name and seed."
-    out = {}
-    for s in specs:
-        if res.done(s): out.setdefault(s.name, {})[s.seed] = res[s]['metrics']
-    return out
-
 def paired_differences(rows: dict[str, dict[int, dict]], a: str, b: str, keys=('val_ppl', 'test_ppl')) -> dict:
-    "`<b>_minus_<a>/<key>` and `<b>_vs_<a>/<key>_pct` (100 (b/a - 1)), mean with _std and _n over the seeds both rows have."
-    seeds = sorted(set(rows.get(a, {})) & set(rows.get(b, {})))
+    "`<b>_minus_<a>/<key>` and `<b>_vs_<a>/<key>_pct` (100 (b/a - 1)) over the seeds both rows have (`Results.by_seed` rows)."
     out = {}
-    if not seeds: return out
     for k in keys:
-        for name, f in ((f'{b}_minus_{a}/{k}', lambda x, y: y - x), (f'{b}_vs_{a}/{k}_pct', lambda x, y: 100 * (y / x - 1))):
-            mu, sd = mean_sd([f(rows[a][s][k], rows[b][s][k]) for s in seeds])
-            out |= {name: mu, f'{name}_std': sd, f'{name}_n': len(seeds)}
+        out |= paired_diff(f'{b}_minus_{a}/{k}', rows.get(b, {}), rows.get(a, {}), k)
+        out |= paired_diff(f'{b}_vs_{a}/{k}_pct', rows.get(b, {}), rows.get(a, {}), k, relative=True)
     return out

@@ -19,7 +19,7 @@ __all__ = ['KINDS', 'PARTS', 'ATTENTIVE', 'WINDOWS', 'NGRAMS', 'LONG_KINDS', 'Sh
            'WindowAttention', 'NGramHead', 'ShortAttentionLM', 'AttentionProfile', 'count_params', 'match_hidden_size',
            'matched_configs', 'compare_throughput', 'expand_hidden', 'cbt_scores', 'cbt_accuracy', 'cbt_lm_corpus',
            'ArticleLMTask', 'sa_corpus', 'ShortAttnExp', 'train_lm', 'ThroughputExp', 'measure_throughput', 'CBTExp',
-           'cbt_corpus', 'train_cbt', 'run_name', 'lm_base', 'matched', 'make_plan', 'by_seed', 'paired_diff']
+           'cbt_corpus', 'train_cbt', 'run_name', 'lm_base', 'matched', 'make_plan']
 
 # %% ../nbs/12_short_attention.ipynb #57b9e739
 KINDS = ('lstm', 'attention', 'kv', 'kvp', 'ngram')  # the five models of Table 1
@@ -347,7 +347,7 @@ from pathlib import Path
 from .data import load_corpus, synthetic_corpus, data_dir, has_corpus
 from .train import TrainConfig
 from .evaluate import evaluate
-from .experiment import Spec, Plan, RunContext, data_identity, mean_sd
+from .experiment import Spec, Plan, RunContext, data_identity
 from .registry import pick
 
 # %% ../nbs/12_short_attention.ipynb #20bb9787
@@ -492,15 +492,3 @@ def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Pla
            for k in ('lstm', 'kvp')] if scale != 'smoke' and has_corpus('cbt', data_path) else []   # needs the CBT files
     return Plan('short_attention', scale, dict(table1=table1, window=window, attention=attention, long=long, ngram=ngram,
                                                throughput=[Spec(measure_throughput, tp, s0, name='throughput')], cbt=cbt))
-
-# %% ../nbs/12_short_attention.ipynb #705198a9
-def by_seed(res, specs: list[Spec]) -> dict[int, dict]:
-    "The metrics of the finished runs among `specs`, by seed."
-    return {s.seed: res[s]['metrics'] for s in specs if res.done(s)}
-
-def paired_diff(name: str, a: dict[int, dict], b: dict[int, dict], key: str) -> dict:
-    "`name`, `name_std`, `name_n`: mean and sd over the seeds both have of `a[seed][key] - b[seed][key]` ({} if none)."
-    d = [a[s][key] - b[s][key] for s in a if s in b]
-    if not d: return {}
-    mu, sd = mean_sd(d)
-    return {name: mu, f'{name}_std': sd, f'{name}_n': len(d)}
