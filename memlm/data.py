@@ -4,7 +4,7 @@
 
 # %% ../nbs/00_data.ipynb #9c7226ed
 from __future__ import annotations
-import hashlib, math, os, re, shutil, tarfile, tempfile, urllib.request, zipfile, zlib
+import functools, hashlib, math, os, re, shutil, tarfile, tempfile, urllib.request, zipfile, zlib
 from array import array
 from dataclasses import dataclass, field
 from itertools import islice
@@ -21,7 +21,7 @@ __all__ = ['EOS', 'UNK', 'SPLITS', 'SOURCES', 'IMDB_URL', 'repo_root', 'data_dir
            'encode_file', 'Corpus', 'Source', 'sources_table', 'ChecksumError', 'DataNotFoundError', 'sha256sum',
            'verify_file', 'download', 'extract', 'ensure_corpus', 'has_corpus', 'load_corpus', 'batchify',
            'bptt_batches', 'read_conll2003', 'iob1_to_iob2', 'iob2_to_bioes', 'iob1_to_bioes', 'tokenize_imdb',
-           'read_imdb', 'read_cbt', 'ner_fixture', 'imdb_fixture', 'number_prediction', 'synthetic_corpus']
+           'read_imdb', 'read_cbt', 'ner_fixture', 'imdb_fixture', 'number_prediction', 'synthetic_corpus', 'lm_corpus']
 
 # %% ../nbs/00_data.ipynb #a99dd96a
 def repo_root() -> Path:
@@ -527,3 +527,13 @@ def synthetic_corpus(n_train=100_000, n_valid=10_000, n_test=10_000, # tokens pe
     for split in ('valid', 'test'): meta['bigram_ppl'][split] = math.exp(_bigram_nll(data['train'], data[split], vocab_size))
     if article_len is not None: itos.append('=')
     return Corpus(f'synthetic-d{d}', Vocab(itos), **data, articles=arts, meta=meta)
+
+# %% ../nbs/00_data.ipynb #373a73ed
+@functools.lru_cache(maxsize=4)
+def lm_corpus(name: str, # 'ptb', 'wikitext-2', 'wikitext-103' or 'synthetic'
+              data_path: str | None = None, # folder holding the corpora (default: `data_dir()`)
+              seed: int = 0, # the synthetic corpus's generator seed
+             ) -> Corpus:
+    "A language-modelling corpus by name, cached per process; 'synthetic' is the 20k/2k/2k-token long-range corpus."
+    if name == 'synthetic': return synthetic_corpus(n_train=20_000, n_valid=2_000, n_test=2_000, seed=seed)
+    return load_corpus(name, data_path)

@@ -16,9 +16,9 @@ __all__ = ['LAYERS', 'NUMBER_ROWS', 'PREPOSITIONS', 'PARTS', 'RingBuffer', 'Skip
            'SkipLSTM', 'lstm_from', 'reward_to_go', 'leave_one_out', 'returns', 'reinforce_loss', 'Reinforce',
            'LSTMLayer', 'make_layer', 'SeqClassifier', 'pad_crop', 'classifier_reward', 'lm_reward', 'ner_reward',
            'grad_norms_over_time', 'NumberExp', 'number_data', 'classify_eval', 'number_model', 'train_number',
-           'trained_number', 'Fig4Exp', 'fig4_grad_norms', 'PTBExp', 'lm_corpus', 'ptb_model', 'train_ptb', 'skip_arcs',
-           'Fig6Exp', 'fig6_skips', 'NERExp', 'conll_data', 'sgd_momentum', 'train_ner', 'IMDBExp', 'imdb_root',
-           'imdb_data', 'imdb_splits', 'train_imdb', 'ThroughputExp', 'skip_throughput', 'missing_data', 'make_plan']
+           'trained_number', 'Fig4Exp', 'fig4_grad_norms', 'PTBExp', 'ptb_model', 'train_ptb', 'skip_arcs', 'Fig6Exp',
+           'fig6_skips', 'NERExp', 'conll_data', 'sgd_momentum', 'train_ner', 'IMDBExp', 'imdb_root', 'imdb_data',
+           'imdb_splits', 'train_imdb', 'ThroughputExp', 'skip_throughput', 'missing_data', 'make_plan']
 
 # %% ../nbs/14_dynamic_skip.ipynb #63611d90
 class RingBuffer:
@@ -425,7 +425,7 @@ import functools, tempfile
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from .data import (number_prediction, load_corpus, synthetic_corpus, has_corpus, ensure_corpus, data_dir,
+from .data import (number_prediction, lm_corpus, load_corpus, synthetic_corpus, has_corpus, ensure_corpus, data_dir,
                         read_conll2003, iob1_to_bioes, read_imdb, ner_fixture, imdb_fixture, IMDB_URL)
 from .models import LSTMLM, LSTMLMConfig, throughput, LMStep, LayerStep, native_kernels
 from .train import TrainConfig, BatchTask, LMTask, load_model
@@ -529,12 +529,6 @@ class PTBExp:
     eval_batch_size: int = 10
     max_steps: int | None = None     # cap the steps of an epoch (smoke)
     data_path: str | None = field(default=None, metadata={'key': False})   # where the corpus is (its checksums key the run)
-
-@functools.lru_cache(maxsize=2)
-def lm_corpus(name: str, data_path: str | None = None):
-    "PTB by name, or the synthetic corpus ('synthetic': 20k/2k/2k tokens, seed 0)."
-    if name == 'synthetic': return synthetic_corpus(n_train=20_000, n_valid=2_000, n_test=2_000, seed=0)
-    return load_corpus(name, data_path)
 
 def ptb_model(cfg: PTBExp, vocab_size: int) -> LSTMLM:
     "The 2-layer LSTM LM with `cfg.kind` as its 2nd layer, Zaremba's init."

@@ -6,7 +6,7 @@
 __all__ = ['LMOutput', 'detach', 'eval_mode', 'dropout_mask', 'locked_dropout', 'LockedDropout', 'embedded_dropout',
            'weight_dropout', 'pack_cudnn_weights', 'WeightDropLSTM', 'AWDLSTMConfig', 'SoftmaxHead', 'MoSHead',
            'init_layer_state', 'RecurrentLM', 'AWDLSTM', 'LSTMLMConfig', 'LSTMLM', 'build_model', 'FusedLSTMLM',
-           'LMStep', 'LayerStep', 'native_kernels', 'throughput']
+           'LMStep', 'EvalStep', 'LayerStep', 'native_kernels', 'throughput']
 
 # %% ../nbs/02_models.ipynb #86dc9775
 import contextlib, math, statistics, time, warnings
@@ -411,6 +411,7 @@ class LMStep:
     bptt: int = 35    # tokens per sequence and step
     lr: float = 0.01  # SGD learning rate
     seed: int = 0     # seed of the fixed random batch
+    extra_loss: Callable | None = None  # extra_loss(model, (x, y), out) added to the NLL, as `fit` adds it (e.g. a paper's auxiliary loss)
 
     @property
     def tokens(self) -> int: return self.bsz * self.bptt
@@ -426,8 +427,21 @@ class LMStep:
             nonlocal hidden
             out = model(x, hidden)
             loss = F.nll_loss(out.logp.flatten(0, 1), y.flatten())
+            if self.extra_loss is not None: loss = loss + self.extra_loss(model, (x, y), out)
             opt.zero_grad(set_to_none=True); loss.backward(); opt.step()
             hidden = detach(out.hidden)
+        return step
+
+@dataclass
+class EvalStep(LMStep):
+    "One evaluation window of an LM: a no-grad forward in eval mode, the state carried (evaluation tokens/s)."
+    def __call__(self, model: nn.Module) -> Callable[[], None]:
+        device = next(model.parameters()).device
+        x = torch.randint(self.vocab_size, (self.bptt, self.bsz), generator=torch.Generator().manual_seed(self.seed)).to(device)
+        hidden = model.init_hidden(self.bsz)
+        def step():
+            nonlocal hidden
+            with torch.no_grad(), eval_mode(model): hidden = model(x, hidden).hidden
         return step
 
 @dataclass

@@ -9,16 +9,16 @@ from dataclasses import dataclass, field, replace, fields
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
-from .models import LMOutput, LMStep, detach, eval_mode
+from .models import LMOutput, LMStep, EvalStep, detach, eval_mode
 
 # %% auto #0
 __all__ = ['ATTENTIONS', 'ABLATIONS', 'FUNCTION_WORDS', 'SPECIAL_TOKENS', 'FIG_SENTENCES', 'PARTS', 'ROWS', 'VOCAB', 'HeightNet',
            'hard_tanh', 'segmenting_probs', 'induced_phrase', 'phrase_attention', 'alignment_loss', 'PhraseConfig',
            'PhraseInduction', 'PhraseLM', 'phrase_loss', 'context_size', 'with_phrases', 'TransformerConfig',
            'CausalTransformerLM', 'variant', 'config_diff', 'sentence_phrases', 'stream_heights', 'height_by_class',
-           'alignment_stats', 'AuxLMStep', 'EvalStep', 'PILMExp', 'build_pilm', 'plain_lm', 'n_params', 'train_pilm',
-           'trained_pilm', 'FigureExp', 'phrase_figures', 'PILMThroughputExp', 'pilm_throughput', 'TransformerExp',
-           'train_transformer', 'pilm_config', 'make_plan', 'paired_differences']
+           'alignment_stats', 'PILMExp', 'build_pilm', 'plain_lm', 'n_params', 'train_pilm', 'trained_pilm',
+           'FigureExp', 'phrase_figures', 'PILMThroughputExp', 'pilm_throughput', 'TransformerExp', 'train_transformer',
+           'pilm_config', 'make_plan', 'paired_differences']
 
 # %% ../nbs/11_phrase_induction.ipynb #5f953de3
 class HeightNet(nn.Module):
@@ -278,42 +278,10 @@ def alignment_stats(model: PhraseLM, data: Tensor, batch_size: int = 10, bptt: i
             pos += torch.sigmoid((c * s).sum(-1)).sum().item(); neg += torch.sigmoid((c * s[j.to(c.device)]).sum(-1)).sum().item(); n += N
     return dict(align_pos=pos / n, align_neg=neg / n)
 
-# %% ../nbs/11_phrase_induction.ipynb #421040e1
-@dataclass
-class AuxLMStep(LMStep):
-    "`LMStep` with an extra loss `extra_loss(model, (x, y), out)` added (as `fit` adds it)."
-    extra_loss: object = None
-    def __call__(self, model: nn.Module):
-        device = next(model.parameters()).device
-        x, y = torch.randint(self.vocab_size, (2, self.bptt, self.bsz), generator=torch.Generator().manual_seed(self.seed)).to(device)
-        opt = torch.optim.SGD(model.parameters(), lr=self.lr)
-        model.train()
-        hidden = model.init_hidden(self.bsz)
-        def step():
-            nonlocal hidden
-            out = model(x, hidden)
-            loss = F.nll_loss(out.logp.flatten(0, 1), y.flatten())
-            if self.extra_loss is not None: loss = loss + self.extra_loss(model, (x, y), out)
-            opt.zero_grad(set_to_none=True); loss.backward(); opt.step()
-            hidden = detach(out.hidden)
-        return step
-
-@dataclass
-class EvalStep(LMStep):
-    "One evaluation window: a no-grad forward in eval mode, the state carried."
-    def __call__(self, model: nn.Module):
-        device = next(model.parameters()).device
-        x = torch.randint(self.vocab_size, (self.bptt, self.bsz), generator=torch.Generator().manual_seed(self.seed)).to(device)
-        hidden = model.init_hidden(self.bsz)
-        def step():
-            nonlocal hidden
-            with torch.no_grad(), eval_mode(model): hidden = model(x, hidden).hidden
-        return step
-
 # %% ../nbs/11_phrase_induction.ipynb #394bdd4d
 import time
 from pathlib import Path
-from .awd_lstm import lm_corpus
+from .data import lm_corpus
 from .models import AWDLSTM, AWDLSTMConfig, throughput
 from .train import TrainConfig, LMTask, load_model
 from .evaluate import evaluate
@@ -416,7 +384,7 @@ def pilm_throughput(cfg: PILMThroughputExp, seed: int, ctx: RunContext) -> dict:
     torch.manual_seed(seed)
     plain, pil = AWDLSTM(cfg.model).to(ctx.device), build_pilm(PILMExp(model=cfg.model, phrase=cfg.phrase)).to(ctx.device)
     V = cfg.model.vocab_size
-    tr = throughput(pil, plain, AuxLMStep(V, bsz=cfg.batch_size, bptt=cfg.bptt, extra_loss=phrase_loss), rounds=cfg.rounds, threads=cfg.threads)
+    tr = throughput(pil, plain, LMStep(V, bsz=cfg.batch_size, bptt=cfg.bptt, extra_loss=phrase_loss), rounds=cfg.rounds, threads=cfg.threads)
     ev = throughput(pil, plain, EvalStep(V, bsz=cfg.batch_size, bptt=cfg.bptt), rounds=cfg.rounds, threads=cfg.threads)
     return dict(train_tps=tr['tokens_per_s'], baseline_train_tps=tr['ref_tokens_per_s'], train_ratio=tr['ratio'],
                 eval_tps=ev['tokens_per_s'], baseline_eval_tps=ev['ref_tokens_per_s'], eval_ratio=ev['ratio'], threads=tr['threads'])
