@@ -18,8 +18,8 @@ from .train import LMTask, lm_loss
 __all__ = ['KINDS', 'PARTS', 'ATTENTIVE', 'WINDOWS', 'NGRAMS', 'LONG_KINDS', 'ShortAttnConfig', 'windows', 'past_mask',
            'WindowAttention', 'NGramHead', 'ShortAttentionLM', 'AttentionProfile', 'count_params', 'match_hidden_size',
            'matched_configs', 'compare_throughput', 'expand_hidden', 'cbt_scores', 'cbt_accuracy', 'cbt_lm_corpus',
-           'ArticleLMTask', 'sa_corpus', 'ShortAttnExp', 'train_lm', 'ThroughputExp', 'measure_throughput', 'CBTExp',
-           'cbt_corpus', 'train_cbt', 'run_name', 'lm_base', 'matched', 'make_plan']
+           'sa_corpus', 'ShortAttnExp', 'train_lm', 'ThroughputExp', 'measure_throughput', 'CBTExp', 'cbt_corpus',
+           'train_cbt', 'run_name', 'lm_base', 'matched', 'make_plan']
 
 # %% ../nbs/12_short_attention.ipynb #57b9e739
 KINDS = ('lstm', 'attention', 'kv', 'kvp', 'ngram')  # the five models of Table 1
@@ -311,35 +311,6 @@ def cbt_lm_corpus(files: dict, max_vocab: int | None = None, blank: str = 'XXXXX
         arts[split] = torch.tensor([0, *torch.tensor([len(st) for st in sts[:-1]]).cumsum(0).tolist()] if sts else [], dtype=torch.long)
     return Corpus('cbt', vocab, data['train'], data['valid'], data['test'], articles=arts)
 
-# %% ../nbs/12_short_attention.ipynb #d7267569
-class ArticleLMTask(LMTask):
-    "`LMTask` whose windows carry `reset[T,B]` at article starts (the model clears its state there)."
-    def __init__(self, train: Tensor, valid: Tensor | None = None,
-                 train_articles=None,            # article start offsets in `train`
-                 valid_articles=None):           # article start offsets in `valid` (evaluation batch 1)
-        super().__init__(train, valid, valid_articles)
-        self.train_articles = train_articles
-
-    def setup(self, model, cfg):
-        super().setup(model, cfg)
-        if cfg.partial_shuffle: raise ValueError('ArticleLMTask does not support partial_shuffle')
-        starts = torch.zeros(len(self.train), dtype=torch.bool)
-        s = torch.as_tensor(self.train_articles if self.train_articles is not None else [], dtype=torch.long)
-        starts[(s - 1)[s >= 1]] = True                   # reset on the token that predicts the article's first
-        self.starts = batchify(starts, cfg.batch_size).to(self.device)
-
-    def batches(self, epoch: int, gen):
-        i = 0
-        for x, y in super().batches(epoch, gen):
-            yield x, y, self.starts[i:i + len(x)]; i += len(x)
-
-    def loss(self, model, batch):
-        x, y, reset = batch
-        out = model(x, self.hidden, reset=reset)
-        self.hidden = detach(out.hidden)
-        loss, nll = lm_loss(out, y, self.cfg.alpha, self.cfg.beta)
-        return loss, out, nll, y.numel()
-
 # %% ../nbs/12_short_attention.ipynb #50ae675f
 import contextlib, functools
 from dataclasses import field
@@ -373,7 +344,7 @@ def train_lm(cfg: ShortAttnExp, seed: int, ctx: RunContext) -> dict:
     torch.manual_seed(seed)
     model = ShortAttentionLM(cfg.model).to(ctx.device)
     tc = replace(cfg.train, seed=seed)
-    hist = ctx.fit(model, ArticleLMTask(corpus.train, corpus.valid, corpus.articles.get('train'), corpus.articles.get('valid')), tc)
+    hist = ctx.fit(model, LMTask(corpus.train, corpus.valid, corpus.articles.get('valid'), train_articles=corpus.articles.get('train')), tc)
     has_articles = len(corpus.articles.get('train', [])) > 0    # PTB has none; evaluation resets need batch 1
     arts = lambda split: corpus.articles.get(split) if has_articles else None
     attentive = cfg.model.kind in ('attention', 'kv', 'kvp')
@@ -441,7 +412,7 @@ def train_cbt(cfg: CBTExp, seed: int, ctx: RunContext) -> dict:
     mcfg = matched_configs(base, (cfg.kind,), tol=cfg.tol)[cfg.kind]
     torch.manual_seed(seed)
     model = ShortAttentionLM(mcfg).to(ctx.device)
-    hist = ctx.fit(model, ArticleLMTask(cbt.train, cbt.valid, cbt.articles['train'], cbt.articles['valid']),
+    hist = ctx.fit(model, LMTask(cbt.train, cbt.valid, cbt.articles['valid'], train_articles=cbt.articles['train']),
                    replace(cfg.train, seed=seed, eval_batch_size=1))
     acc = cbt_accuracy(model, cbt.vocab, {t: read_cbt(folder/f'cbt_{t}_test_2500ex.txt') for t in cfg.types})
     return acc | dict(params=count_params(mcfg), hidden=mcfg.hidden_size, vocab=len(cbt.vocab), epochs=len(hist))

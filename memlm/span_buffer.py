@@ -245,36 +245,10 @@ def snb_extra_loss(model: SpanBufferLM, batch, out) -> Tensor:
 
 # %% ../nbs/10_span_buffer.ipynb #99be9186
 class SNBTask(LMTask):
-    "`LMTask` for `SpanBufferLM`: validation by `snb_evaluate` (every policy, PoU); with `train_articles`, the buffer is emptied at article starts."
+    "`LMTask` for `SpanBufferLM`: validation by `snb_evaluate` (every policy, PoU); `train_articles` empty the buffer at article starts (the core's resets)."
     def __init__(self, train: Tensor, valid: Tensor | None = None, valid_articles=None,
                  train_articles=None):          # article start offsets in `train` (None: one stream, as PTB)
-        super().__init__(train, valid, valid_articles)
-        self.train_articles = train_articles
-
-    def setup(self, model, cfg: TrainConfig):
-        super().setup(model, cfg)
-        self.starts = None
-        if self.train_articles is not None and len(self.train_articles):   # (to move to the core: 12_short_attention's ArticleLMTask does the same)
-            if cfg.partial_shuffle: raise ValueError('article resets do not support partial_shuffle')
-            s = torch.as_tensor(self.train_articles, dtype=torch.long)
-            starts = torch.zeros(len(self.train), dtype=torch.bool)
-            starts[(s - 1)[s >= 1]] = True            # on the input that predicts an article's first word, as the core's evaluate cuts
-            self.starts = batchify(starts, cfg.batch_size).to(self.device)
-
-    def batches(self, epoch: int, gen):
-        it = super().batches(epoch, gen)               # (starts every epoch from an empty buffer)
-        return it if self.starts is None else self._with_resets(it)
-
-    def _with_resets(self, it):
-        i = 0
-        for x, y in it: yield x, y, self.starts[i:i + len(x)]; i += len(x)
-
-    def loss(self, model, batch):
-        x, y, *r = batch
-        out = model(x, self.hidden, reset=r[0] if r else None)
-        self.hidden = detach(out.hidden)
-        loss, nll = lm_loss(out, y, self.cfg.alpha, self.cfg.beta)
-        return loss, out, nll, y.numel()
+        super().__init__(train, valid, valid_articles, train_articles)
 
     def evaluate(self, model) -> dict | None:
         if self.valid is None: return None

@@ -95,29 +95,43 @@ class LMTask:
                  train: torch.Tensor,               # 1-D training stream
                  valid: torch.Tensor | None = None, # 1-D validation stream (None: no validation)
                  valid_articles=None,               # article starts in `valid`: reset the state there (eval batch 1)
+                 train_articles=None,               # article starts in `train`: windows carry reset[T,B] there (model(x, h, reset=))
                 ):
         self.train, self.valid, self.valid_articles, self.hidden = train, valid, valid_articles, None
+        self.train_articles = train_articles
 
     def setup(self, model, cfg: TrainConfig):
         "Batchify the training stream on the model's device."
         self.cfg, self.device = cfg, model_device(model)
         self.source = batchify(self.train, cfg.batch_size).to(self.device)
+        self.starts = None
+        if self.train_articles is not None and len(self.train_articles):
+            if cfg.partial_shuffle: raise ValueError('article resets (train_articles) do not support partial_shuffle')
+            s = torch.as_tensor(self.train_articles, dtype=torch.long)
+            starts = torch.zeros(len(self.train), dtype=torch.bool)
+            starts[(s - 1)[s >= 1]] = True          # on the input that predicts an article's first word, as `evaluate` cuts
+            self.starts = batchify(starts, cfg.batch_size).to(self.device)
 
     def n_batches(self) -> int: return math.ceil((len(self.source) - 1) / self.cfg.bptt)
 
     def batches(self, epoch: int, gen: torch.Generator) -> Iterator:
-        "The epoch's `(x, y)` windows; starts every epoch from a zero state."
+        "The epoch's `(x, y)` windows (`(x, y, reset)` with `train_articles`); starts every epoch from a zero state."
         self.hidden = None
         src = partial_shuffle(self.source, gen) if self.cfg.partial_shuffle else self.source
-        return bptt_batches(src, self.cfg.bptt, variable=self.cfg.variable_bptt, gen=gen, max_len=self.cfg.max_bptt)
+        it = bptt_batches(src, self.cfg.bptt, variable=self.cfg.variable_bptt, gen=gen, max_len=self.cfg.max_bptt)
+        return it if self.starts is None else self._with_resets(it)
+
+    def _with_resets(self, it):
+        i = 0
+        for x, y in it: yield x, y, self.starts[i:i + len(x)]; i += len(x)
 
     def lr_scale(self, batch) -> float:
         return len(batch[0]) / self.cfg.bptt if self.cfg.variable_bptt else 1.
 
     def loss(self, model, batch):
         "`(loss, out, nll, n)`: regularised loss, model output, plain NLL and number of targets."
-        x, y = batch
-        out = model(x, self.hidden)
+        x, y, *reset = batch
+        out = model(x, self.hidden, reset=reset[0]) if reset else model(x, self.hidden)
         self.hidden = detach(out.hidden)
         loss, nll = lm_loss(out, y, self.cfg.alpha, self.cfg.beta)
         return loss, out, nll, y.numel()
