@@ -31,8 +31,10 @@ STAMP     := $(VENV)/.memlm-stamp
 .PHONY: reproduce test venv check-args summary clean-runs help lab
 
 help:
-	@echo "make reproduce [SCALE=$(subst $() $(),|,$(SCALES))] [PAPERS='$(ALL_PAPERS)']"
+	@echo "make reproduce [SCALE=$(subst $() $(),|,$(SCALES))] [PAPERS='$(ALL_PAPERS)'] [PARTS=a,b] [WORKERS=n] [TIME_LIMIT=s] [MEMLM_DATA=dir] [USE_SYSTEM_TORCH=1]"
 	@echo "make test"
+	@echo "make summary    # README and results/summary.md from the records and claims"
+	@echo "make clean-runs # remove runs/ (smoke executions, papermill logs)"
 	@echo "make lab        # JupyterLab in nbs/, from the venv"
 
 check-args:

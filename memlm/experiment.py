@@ -32,7 +32,7 @@ class NotebookParams:
     workers: int = 1                  # parallel worker processes for independent runs (CPU: one thread each)
     time_limit_s: float | None = None # stop before this much wall time, checkpointed; running again continues
     data_path: str | None = None      # folder with the corpora (default: $MEMLM_DATA, else data/)
-    rerun: bool = False               # retrain runs that already have a record
+    rerun: bool = False               # retrain runs that already have a record (smoke-scale runs always retrain)
     threads: int | None = None        # torch CPU threads of this process (None: 1 at smoke scale, else torch's default)
 
 def snapshot(ns: dict) -> frozenset:
@@ -473,7 +473,7 @@ def summary_markdown(scales=('paper', 'gpu', 'cpu')) -> str:
     return markdown_table(rows, ['paper', 'claim', 'paper_value', 'ours', 'verdict', 'why', 'trained at'])
 
 def paper_status(paper: str, scales=('paper', 'gpu', 'cpu')) -> str:
-    "Counts of the verdicts of a paper's claims, e.g. '2 reproduced, 1 direction only, 3 not reproduced (cpu)'."
+    "Counts of the verdicts of a paper's claims, e.g. '2 reproduced, 1 direction only, 3 not reproduced (cpu scale)'."
     rows = [r for r in summary_rows(scales) if r['paper'] == paper and r['verdict'] in VERDICTS]
     if not rows: return 'no claims recorded yet'
     n = {v: sum(r['verdict'] == v for r in rows) for v in VERDICTS}

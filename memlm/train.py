@@ -473,7 +473,7 @@ def fit(model,                           # the model to train (on its device)
         extra_loss: Callable | None = None,  # extra_loss(model, batch, out) -> scalar added to the loss
         callbacks: Iterable[Callable] = (),  # callback(StepInfo) after every optimizer step
         ckpt_dir=None,                   # write last.pt / best.pt here; resume from last.pt if present
-        log: Callable | None = None,     # log(name, **epoch_metrics), e.g. `Experiment.log`
+        log: Callable | None = None,     # log(name, **epoch_metrics), e.g. `RunContext.log` (what `ctx.fit` passes)
         name: str = 'train',             # the name passed to `log`
         make_optimizer: Callable = make_optimizer,  # make_optimizer(params, cfg) -> Optimizer
         deadline: float | None = None,   # wall-clock `time.time()` to stop at, checkpointed (needs ckpt_dir): `TimeLimitReached`
