@@ -62,8 +62,9 @@ def _git(*args) -> str | None:
 
 def provenance(device: torch.device | str | None = None) -> dict:
     "Commit, dirty flag, date, device, versions and host of the current process."
-    # results/ and figures/ are what runs write (a run that rewrites a tracked log is not running modified code)
-    status = _git('status', '--porcelain', '--untracked-files=no', '--', '.', ':(exclude)results', ':(exclude)figures')
+    # results/, figures/, reports/ and the README are what runs write (a run that rewrites them is not running modified code)
+    status = _git('status', '--porcelain', '--untracked-files=no', '--', '.', ':(exclude)results', ':(exclude)figures',
+                  ':(exclude)reports', ':(exclude)README.md')
     return dict(commit=_git('rev-parse', 'HEAD'), dirty=bool(status) if status is not None else None,
                 date=datetime.now(timezone.utc).isoformat(timespec='seconds'),
                 device=device_name(device), torch=torch.__version__, python=platform.python_version(),

@@ -74,7 +74,7 @@ def test_bad_parameters_fail_before_any_work(args, message, tmp_path):
 
 
 def test_provenance_dirty_flag_ignores_run_outputs(tmp_path):
-    "Runs rewrite tracked results/ and figures/ files; only a change to the code marks a record dirty."
+    "Runs rewrite tracked results/, figures/, reports/ and README.md; only a change to the code marks a record dirty."
     clone = tmp_path/'clone'
     subprocess.run(['git', 'clone', '-q', str(ROOT), str(clone)], check=True)
     probe = "from memlm.registry import provenance; print(provenance()['dirty'])"
