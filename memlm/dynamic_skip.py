@@ -431,7 +431,7 @@ from .models import LSTMLM, LSTMLMConfig, throughput, LMStep, LayerStep, native_
 from .train import TrainConfig, BatchTask, LMTask, load_model
 from .evaluate import evaluate
 from .tagging import NERTagger, ner_vocabs, ner_collate, ner_f1
-from .experiment import Spec, Plan, RunContext, data_identity
+from .experiment import Spec, Plan, RunContext, data_identity, best_checkpoint
 from .registry import pick
 
 # %% ../nbs/14_dynamic_skip.ipynb #12e11650
@@ -486,8 +486,7 @@ def train_number(cfg: NumberExp, seed: int, ctx: RunContext) -> dict:
 
 def trained_number(cfg: NumberExp, run_dir) -> SeqClassifier:
     "The best-dev model a finished `train_number` run left in its folder."
-    path = Path(run_dir)/'ckpt'/'train'/'best.pt'
-    if not path.exists(): raise FileNotFoundError(f'{path}: the run has no checkpoint here (checkpoints are not committed; rerun it)')
+    path = best_checkpoint(run_dir, 'train')
     return load_model(path, number_model(cfg))
 
 # %% ../nbs/14_dynamic_skip.ipynb #183cdd66
@@ -576,8 +575,7 @@ class Fig6Exp:
 def fig6_skips(cfg: Fig6Exp, seed: int, ctx: RunContext) -> dict:
     "Shares of each skip over all words (`all/skip<k>`) and after prepositions, and the example windows."
     corpus = lm_corpus(cfg.lm.corpus, cfg.lm.data_path)
-    path = ctx.dir.parent/cfg.lm_run/'ckpt'/'train'/'best.pt'
-    if not path.exists(): raise FileNotFoundError(f'{path}: the run has no checkpoint here (checkpoints are not committed; rerun it)')
+    path = best_checkpoint(ctx.dir.parent/cfg.lm_run, 'train')
     model = load_model(path, ptb_model(cfg.lm, len(corpus.vocab))).to(ctx.device)
     acts, examples, words = skip_arcs(model, corpus.valid, corpus.vocab.itos, cfg.n_tokens, cfg.width, cfg.n_examples)
     prep = torch.tensor([w in PREPOSITIONS for w in words])

@@ -17,12 +17,12 @@ from .train import fit, TimeLimitReached
 # %% auto #0
 __all__ = ['CLAIM_COLUMNS', 'VERDICTS', 'NotebookParams', 'snapshot', 'read_params', 'fn_name', 'config_dict', 'key_dict',
            'content_key', 'data_identity', 'Spec', 'stop_reason', 'fit_summary', 'RunContext', 'ToyConfig',
-           'toy_regression', 'runs_dir', 'load_record', 'execute', 'Results', 'Plan', 'mean_sd', 'aggregate',
-           'paired_diff', 'row_metrics', 'fmt_ms', 'read_claims', 'check_expect', 'verdict', 'claim_value',
+           'toy_regression', 'runs_dir', 'best_checkpoint', 'load_record', 'execute', 'Results', 'Plan', 'mean_sd',
+           'aggregate', 'paired_diff', 'row_metrics', 'fmt_ms', 'read_claims', 'check_expect', 'verdict', 'claim_value',
            'trained_at', 'summary_rows', 'summary_markdown', 'paper_status', 'write_summary', 'unrecorded_claims',
            'global_reads', 'adopt']
 
-# %% ../nbs/05_experiment.ipynb #e6ddd008
+# %% ../nbs/05_experiment.ipynb #3edf2536
 @dataclass
 class NotebookParams:
     "The papermill parameters every reproduction notebook takes (subclass it to add a notebook's own)."
@@ -175,10 +175,16 @@ def toy_regression(cfg: ToyConfig, seed: int, ctx: RunContext) -> dict:
     hist = ctx.fit(model, task, tcfg, callbacks=[sleep] if sleep else ())
     return dict(val_loss=val(model)['loss'], train_loss=hist[-1]['train_loss'])
 
-# %% ../nbs/05_experiment.ipynb #0b312bc4
+# %% ../nbs/05_experiment.ipynb #e1896370
 def runs_dir(paper: str, scale: str, root: Path | None = None) -> Path:
     "Where the runs of a paper at a scale live: `results/<scale>/<paper>/runs`."
     return Path(root or results_dir())/check_scale(scale)/paper/'runs'
+
+def best_checkpoint(run_dir, stage: str = 'train') -> Path:
+    "The best-validation checkpoint a finished run left in its folder; a clear error where there is none (checkpoints are not committed)."
+    path = Path(run_dir)/'ckpt'/stage/'best.pt'
+    if not path.exists(): raise FileNotFoundError(f'{path}: the run has no checkpoint here (checkpoints are not committed; rerun it)')
+    return path
 
 def load_record(d: Path) -> dict | None:
     p = Path(d)/'record.json'
@@ -433,7 +439,7 @@ def verdict(ours: float | None, paper: float | None, expect: str, tol: float | N
         return 'reproduced' if abs(ours - paper) <= (0.5 if tol is None else tol) * abs(paper) else 'direction only'
     return '–'                       # informational: no verdict asked for
 
-# %% ../nbs/05_experiment.ipynb #2f9096d5
+# %% ../nbs/05_experiment.ipynb #1f11fdd3
 def claim_value(c: dict, scales=('paper', 'gpu', 'cpu')) -> dict | None:
     "Ours for claim `c` at the largest scale with a value: value, sd, n, scale, commit; None when not run."
     for s in scales:

@@ -433,7 +433,7 @@ def stream_prefix(data: Tensor, starts, n_tokens: int | None):
     return data[:n_tokens], None if starts is None else starts[starts < n_tokens]
 
 # %% ../nbs/13_meta_dynamic.ipynb #e85b096e
-from .experiment import Spec, Plan, RunContext, data_identity, runs_dir, mean_sd, row_metrics
+from .experiment import Spec, Plan, RunContext, data_identity, runs_dir, mean_sd, row_metrics, best_checkpoint
 from .registry import pick
 import memlm.awd_lstm as awd
 
@@ -515,8 +515,7 @@ class LMRef:
 
 def load_lm(ref: LMRef, root, device) -> AWDLSTM:
     "The LM's best weights from its run folder under `root`."
-    path = Path(root)/ref.run/'ckpt'/ref.stage/'best.pt'
-    if not path.exists(): raise FileNotFoundError(f'{path}: the LM run has no checkpoint here (checkpoints are not committed: rerun it)')
+    path = best_checkpoint(Path(root)/ref.run, ref.stage)
     return load_model(path, AWDLSTM(ref.model).to(device))
 
 # %% ../nbs/13_meta_dynamic.ipynb #0c36b7e8

@@ -285,7 +285,7 @@ from .data import lm_corpus
 from .models import AWDLSTM, AWDLSTMConfig, throughput
 from .train import TrainConfig, LMTask, load_model
 from .evaluate import evaluate
-from .experiment import Spec, Plan, RunContext, data_identity, mean_sd, paired_diff
+from .experiment import Spec, Plan, RunContext, data_identity, mean_sd, paired_diff, best_checkpoint
 from .registry import pick
 
 @dataclass
@@ -337,8 +337,7 @@ def train_pilm(cfg: PILMExp, seed: int, ctx: RunContext) -> dict:
 
 def trained_pilm(cfg: PILMExp, run_dir) -> nn.Module:
     "The model a finished `train_pilm` run left (its last stage's best weights), loaded from its folder."
-    path = Path(run_dir)/'ckpt'/('finetune' if cfg.finetune_epochs else 'train')/'best.pt'
-    if not path.exists(): raise FileNotFoundError(f'{path}: the run has no checkpoint here (checkpoints are not committed; rerun it)')
+    path = best_checkpoint(run_dir, ('finetune' if cfg.finetune_epochs else 'train'))
     return load_model(path, build_pilm(cfg))
 
 # %% ../nbs/11_phrase_induction.ipynb #82bc90f9

@@ -326,7 +326,7 @@ def attention_snapshot(model: SpanBufferLM, data: Tensor, itos: list, bptt: int 
 import json
 from dataclasses import asdict
 from pathlib import Path
-from .experiment import Spec, Plan, RunContext, data_identity, load_record
+from .experiment import Spec, Plan, RunContext, data_identity, load_record, best_checkpoint
 from .registry import pick
 
 @dataclass(frozen=True)
@@ -396,8 +396,7 @@ def train_lm(cfg: SNBExp, seed: int, ctx: RunContext) -> dict:
 
 def trained_lm(cfg: SNBExp, run_dir) -> nn.Module:
     "The model a finished `train_lm` run left (its last stage's best weights), loaded from its folder."
-    path = Path(run_dir)/'ckpt'/('finetune' if cfg.finetune_epochs else 'train')/'best.pt'
-    if not path.exists(): raise FileNotFoundError(f'{path}: the run has no checkpoint here (checkpoints are not committed; rerun it)')
+    path = best_checkpoint(run_dir, ('finetune' if cfg.finetune_epochs else 'train'))
     return load_model(path, build_lm(cfg))
 
 # %% ../nbs/10_span_buffer.ipynb #c1095ec6
