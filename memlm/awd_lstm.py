@@ -100,8 +100,10 @@ def awd_configs(scale: str, data_path: str | None = None) -> tuple[AWDExp, Throu
                  default=AWDLSTMConfig.awd_ptb(vocab_size=V))
     train = TrainConfig(optimizer='sgd', lr=pick(scale, smoke=10., default=30.), clip=0.25, weight_decay=1.2e-6,
                         batch_size=pick(scale, smoke=16, default=20), bptt=pick(scale, smoke=20, cpu=35, default=70),
-                        variable_bptt=True, alpha=2., beta=1., nt_asgd=True, nonmono=5,
-                        epochs=pick(scale, smoke=3, cpu=17, gpu=60, paper=500), max_steps_per_epoch=pick(scale, smoke=40, default=None),
+                        variable_bptt=True, alpha=2., beta=1., nt_asgd=scale != 'cpu', nonmono=5,
+                        lr_decay=pick(scale, cpu=4., default=1.), lr_decay_threshold=pick(scale, cpu=1., default=None),
+                        patience=pick(scale, cpu=3, default=None), min_delta=pick(scale, cpu=2e-3, default=0.),
+                        epochs=pick(scale, smoke=3, cpu=40, gpu=60, paper=500), max_steps_per_epoch=pick(scale, smoke=40, default=None),
                         eval_batch_size=10, progress=False, log_interval=pick(scale, smoke=10, default=100))
     lm = AWDExp(corpus=corpus, model=model, train=train, finetune_epochs=pick(scale, smoke=1, paper=500, default=0), data_path=data_path)
     tp = ThroughputExp(model=model, batch_size=train.batch_size, bptt=train.bptt, rounds=pick(scale, smoke=6, default=30),

@@ -66,10 +66,16 @@ def config_dict(cfg) -> dict:
     if isinstance(cfg, dict): return _jsonable(cfg)
     raise TypeError(f'a run config must be a dataclass or a dict, got {type(cfg).__name__}')
 
+def _keyed(f, v) -> bool:
+    k = f.metadata.get('key', True)
+    return k is True or (k == 'if_set' and v != f.default)
+
 def key_dict(cfg) -> dict:
-    "`config_dict` without the fields marked `field(metadata={'key': False})` (where files are, progress bars): what identifies a run."
+    """`config_dict` without the fields marked `field(metadata={'key': False})` (where files are, progress bars): what identifies a run.
+    A field added to a config after runs were recorded is marked `metadata={'key': 'if_set'}`: keyed only off its default, so
+    older records keep their keys (their runs had the default)."""
     if is_dataclass(cfg):
-        return {'_type': type(cfg).__qualname__, **{f.name: key_dict(getattr(cfg, f.name)) for f in fields(cfg) if f.metadata.get('key', True)}}
+        return {'_type': type(cfg).__qualname__, **{f.name: key_dict(v) for f in fields(cfg) if _keyed(f, v := getattr(cfg, f.name))}}
     if isinstance(cfg, dict): return {str(k): key_dict(v) for k, v in cfg.items()}
     if isinstance(cfg, (list, tuple)): return [key_dict(v) for v in cfg]
     return _jsonable(cfg)
@@ -109,7 +115,8 @@ def stop_reason(hist: list[dict], epochs: int) -> str:
     "Why a `fit` history ended: patience, time budget, fine-tuning converged, callback, or the epoch cap (still improving or not)."
     if not hist: return 'not started'
     reason = hist[-1].get('stopped') or ('cap' if len(hist) >= epochs else 'unknown')
-    if reason not in ('patience', 'finetune converged') and hist[-1].get('best') and len(hist) > 1: reason += ' (still improving)'
+    last = hist[-1]
+    if reason not in ('patience', 'finetune converged') and last.get('improved', last.get('best')) and len(hist) > 1: reason += ' (still improving)'
     return reason
 
 def fit_summary(hist: list[dict], epochs: int, stage: str = 'train') -> dict:

@@ -621,7 +621,8 @@ def wt2_lm_config(scale: str, data_path: str | None = None) -> LMExp:
                  cpu=AWDLSTMConfig.awd_cpu(vocab_size=V, emsize=128, nhid=256, nlayers=2), default=AWDLSTMConfig.awd_wt2(vocab_size=V))
     adam = dict(optimizer='adam', lr=3e-3, weight_decay=0., clip=0.25, eval_batch_size=10, progress=False)
     train = pick(scale, smoke=TrainConfig(**adam, epochs=2, batch_size=16, bptt=20, max_steps_per_epoch=30, log_interval=10),
-                 cpu=TrainConfig(**adam, epochs=8, patience=1, batch_size=20, bptt=35, variable_bptt=True, alpha=2., beta=1.),
+                 cpu=TrainConfig(**adam, epochs=40, patience=3, min_delta=2e-3, lr_decay=4., lr_decay_threshold=1.,
+                                 batch_size=20, bptt=35, variable_bptt=True, alpha=2., beta=1.),
                  default=TrainConfig(optimizer='sgd', lr=30., clip=0.25, weight_decay=1.2e-6, batch_size=80, bptt=70, variable_bptt=True,
                                      alpha=2., beta=1., nt_asgd=True, nonmono=5, epochs=750 if scale == 'paper' else 60,
                                      eval_batch_size=10, progress=False))

@@ -19,8 +19,8 @@ from .evaluate import evaluate, model_device
 # %% auto #0
 __all__ = ['TrainConfig', 'make_optimizer', 'epoch_generator', 'partial_shuffle', 'lm_loss', 'LMTask', 'accuracy', 'BatchTask',
            'save_checkpoint', 'load_checkpoint', 'load_model', 'rng_state', 'set_rng_state', 'nonmono_trigger',
-           'averaged_weights', 'decayed_lr', 'NonFiniteLossError', 'TimeLimitReached', 'StepInfo', 'Run', 'start_run',
-           'train_step', 'train_epoch', 'end_epoch', 'fit', 'finish']
+           'averaged_weights', 'epochs_since_improvement', 'decayed_lr', 'NonFiniteLossError', 'TimeLimitReached',
+           'StepInfo', 'Run', 'start_run', 'train_step', 'train_epoch', 'end_epoch', 'fit', 'finish']
 
 # %% ../nbs/03_train.ipynb #ebd7d26a
 @dataclass
@@ -53,6 +53,7 @@ class TrainConfig:
     ckpt_every: int | None = None    # also checkpoint every this many steps inside an epoch (long epochs)
     time_budget_s: float | None = None  # stop after the epoch in which this much training time was spent
     patience: int | None = None      # early stopping: stop after this many epochs without a new best score (None/0: never)
+    min_delta: float = field(default=0., metadata={'key': 'if_set'})  # patience counts a new best only if it beats the last counted one by more (monitor's units)
     load_best: bool = True           # end with the best-validation weights in the model
     progress: bool = field(default=True, metadata={'key': False})  # tqdm progress bar
     # (fields with metadata key=False do not change the result: memlm.experiment leaves them out of a run's key)
@@ -272,6 +273,13 @@ def averaged_weights(model, avg: AveragedModel | None):
             for p, b in zip(params, backup): p.copy_(b)
 
 # %% ../nbs/03_train.ipynb #835cb578
+def epochs_since_improvement(scores: list, min_delta: float = 0.) -> int:
+    "Epochs since the last score that beat the last counted best by more than `min_delta` (lower is better; Keras' rule)."
+    best, last = math.inf, -1
+    for i, s in enumerate(scores):
+        if s < best - min_delta: best, last = s, i
+    return len(scores) - 1 - last
+
 def decayed_lr(lr: float, cfg: TrainConfig, epoch: int, val: float | None = None, prev_val: float | None = None) -> float:
     "The lr for the epoch after `epoch` (0-based), given this and the previous epoch's validation score."
     if cfg.lr_decay_start is not None and epoch + 1 >= cfg.lr_decay_start: lr /= cfg.lr_decay
@@ -457,9 +465,9 @@ def end_epoch(run: Run, stop: bool = False) -> dict:
         st['vals'].append(score)
     st['lr'] = decayed_lr(st['lr'], cfg, st['epoch'], cur, prev)
     if stop: st['done'] = True; m['stopped'] = 'callback'
-    if cfg.patience and val is not None:   # epochs since the best one, from the (checkpointed) history
-        since_best = next((i for i, h in enumerate(reversed([*st['history'], m])) if h.get('best')), len(st['history']) + 1)
-        if since_best >= cfg.patience: st['done'] = True; m['stopped'] = 'patience'
+    if val is not None and epochs_since_improvement(st['vals'], cfg.min_delta) == 0: m['improved'] = True
+    if cfg.patience and val is not None:   # epochs since the last counted improvement, from the (checkpointed) scores
+        if epochs_since_improvement(st['vals'], cfg.min_delta) >= cfg.patience: st['done'] = True; m['stopped'] = 'patience'
     if cfg.time_budget_s is not None and st['train_time'] >= cfg.time_budget_s: st['done'] = True; m['stopped'] = 'time budget'
     st['history'].append(m)
     st.update(epoch=st['epoch'] + 1, batch=0, ep_nll=0., ep_n=0, ep_time=0.)
