@@ -658,7 +658,7 @@ def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Pla
         core = awd.make_plan(scale, [seed], data_path).parts['lm'][0]
         ptb_lm = Spec(core_lm, CoreLMExp(lm=core.cfg, core_run=core.folder, core_root=str(runs_dir('awd_lstm', scale)),
                                         reuse=scale != 'smoke'), seed, name='ptb_lm', data_id=core.data_id)
-        ptb_ref = LMRef(CorpusExp(core.cfg.corpus, test_tokens=pick(scale, smoke=500, default=None), data_path=data_path),
+        ptb_ref = LMRef(CorpusExp(core.cfg.corpus, test_tokens=pick(scale, smoke=500, cpu=40_000, default=None), data_path=data_path),
                         core.cfg.model, ptb_lm.folder, 'finetune' if core.cfg.finetune_epochs else 'train')
         wt2 = wt2_lm_config(scale, data_path)
         wt2_lm = Spec(train_lm, wt2, seed, name='wt2_lm', data_id=data_identity(wt2.corpus.name))
