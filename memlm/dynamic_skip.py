@@ -12,13 +12,14 @@ from .models import eval_mode
 from .tagging import NERBatch, NEROut
 
 # %% auto #0
-__all__ = ['LAYERS', 'NUMBER_ROWS', 'PREPOSITIONS', 'PARTS', 'RingBuffer', 'SkipPolicy', 'SkipRecurrence', 'SkipTrace',
-           'SkipLSTM', 'lstm_from', 'reward_to_go', 'leave_one_out', 'returns', 'reinforce_loss', 'Reinforce',
-           'LSTMLayer', 'make_layer', 'SeqClassifier', 'pad_crop', 'classifier_reward', 'lm_reward', 'ner_reward',
-           'grad_norms_over_time', 'NumberExp', 'number_data', 'classify_eval', 'number_model', 'train_number',
-           'trained_number', 'Fig4Exp', 'fig4_grad_norms', 'PTBExp', 'ptb_model', 'train_ptb', 'skip_arcs', 'Fig6Exp',
-           'fig6_skips', 'NERExp', 'conll_data', 'sgd_momentum', 'train_ner', 'IMDBExp', 'imdb_root', 'imdb_data',
-           'imdb_splits', 'train_imdb', 'ThroughputExp', 'skip_throughput', 'missing_data', 'make_plan']
+__all__ = ['LAYERS', 'NUMBER_ROWS', 'AUTHORS_RL', 'PREPOSITIONS', 'PARTS', 'RingBuffer', 'SkipPolicy', 'SkipRecurrence',
+           'SkipTrace', 'SkipLSTM', 'lstm_from', 'reward_to_go', 'leave_one_out', 'returns', 'reinforce_loss',
+           'Reinforce', 'LSTMLayer', 'make_layer', 'SeqClassifier', 'pad_crop', 'classifier_reward', 'lm_reward',
+           'ner_reward', 'grad_norms_over_time', 'NumberExp', 'number_data', 'classify_eval', 'number_model',
+           'train_number', 'trained_number', 'Fig4Exp', 'fig4_grad_norms', 'PTBExp', 'ptb_model', 'train_ptb',
+           'skip_arcs', 'Fig6Exp', 'fig6_skips', 'NERExp', 'conll_data', 'sgd_momentum', 'train_ner', 'IMDBExp',
+           'imdb_root', 'imdb_data', 'imdb_splits', 'train_imdb', 'ThroughputExp', 'skip_throughput', 'missing_data',
+           'make_plan']
 
 # %% ../nbs/14_dynamic_skip.ipynb #63611d90
 class RingBuffer:
@@ -140,8 +141,10 @@ class SkipLSTM(nn.Module):
                  mode: str = 'dynamic',     # 'dynamic' | 'fixed' | 'attention'
                  skip: int | None = None,   # the skip of mode='fixed' (K is then set to it)
                  policy_hidden: int = 50,   # hidden units of the policy MLP (the paper: 50)
-                 impl: str = 'fused'):      # 'fused' (hand-written BPTT) or 'autograd' (reference loop)
+                 impl: str = 'fused',       # 'fused' (hand-written BPTT) or 'autograd' (reference loop)
+                 carry_buffer: bool = True):  # carry all K states across calls; False: only the newest (the authors' TF code)
         super().__init__()
+        self.carry_buffer = carry_buffer
         assert mode in ('dynamic', 'fixed', 'attention'), mode
         assert 0 < lam <= 1, 'lambda must be in (0, 1]'
         if mode == 'fixed': assert skip and skip >= 1, 'mode="fixed" needs skip >= 1'; K = skip
@@ -196,6 +199,8 @@ def _forward(self: SkipLSTM, x: Tensor, state=None, actions: Tensor | None = Non
     T, B, _ = x.shape; K, H = self.K, self.hidden_size
     fresh = state is None
     h0, c0 = _zero_state(x, K, H) if fresh else state
+    if not fresh and not self.carry_buffer and K > 1:   # a new window starts from the newest state alone, like a fresh sequence
+        h0, c0 = (torch.cat([s[:1], s.new_zeros(K - 1, B, H)]) for s in (h0, c0)); fresh = True
     mask = _skip_mask(T, K, x.device) if (fresh and self.mode != 'fixed') else None
     xp = F.linear(x, self.weight_ih, self.bias_ih + self.bias_hh)   # W_x x_t + b, all steps in one matmul
     if self.mode == 'attention' or self.impl == 'autograd' or probe is not None:
@@ -354,11 +359,13 @@ def make_layer(kind: str,        # one of LAYERS ('fixedN' for any N)
                input_size: int, hidden_size: int,
                K: int = 5,       # skip space of 'attention' / 'dynamic'
                lam: float = 1.0, # Eq. 2's lambda for the skip layers
-               policy_hidden: int = 50) -> nn.Module:
+               policy_hidden: int = 50,
+               carry_buffer: bool = True) -> nn.Module:   # the skip layers' buffer across calls (see `SkipLSTM`)
     "A recurrent layer by name: plain LSTM, fixed skip N, attention over the last K states, or dynamic skip."
     if kind == 'lstm': return LSTMLayer(input_size, hidden_size)
-    if kind.startswith('fixed'): return SkipLSTM(input_size, hidden_size, lam=lam, mode='fixed', skip=int(kind[5:]))
-    if kind in ('attention', 'dynamic'): return SkipLSTM(input_size, hidden_size, K=K, lam=lam, mode=kind, policy_hidden=policy_hidden)
+    if kind.startswith('fixed'): return SkipLSTM(input_size, hidden_size, lam=lam, mode='fixed', skip=int(kind[5:]), carry_buffer=carry_buffer)
+    if kind in ('attention', 'dynamic'):
+        return SkipLSTM(input_size, hidden_size, K=K, lam=lam, mode=kind, policy_hidden=policy_hidden, carry_buffer=carry_buffer)
     raise ValueError(f'unknown layer {kind!r}: use one of {LAYERS} (or fixedN)')
 
 # %% ../nbs/14_dynamic_skip.ipynb #f9537d81
@@ -396,9 +403,11 @@ def classifier_reward(batch, out: Tensor) -> Tensor:
     "log p(label | x) per sequence: `[B]`."
     return torch.log_softmax(out.detach(), -1).gather(-1, batch[-1][:, None])[:, 0]
 
-def lm_reward(batch, out) -> Tensor:
-    "log p(y_t | x_<=t) per step: `[T, B]` (from an `LMOutput`)."
-    return out.logp.detach().gather(-1, batch[1][..., None])[..., 0]
+def lm_reward(batch, out, kind: str = 'logp') -> Tensor:
+    "log p(y_t | x_<=t) per step ('logp', the paper), or p(y_t | x_<=t) ('prob', the authors' code): `[T, B]` (from an `LMOutput`)."
+    r = out.logp.detach().gather(-1, batch[1][..., None])[..., 0]
+    if kind not in ('logp', 'prob'): raise ValueError(f"reward kind must be 'logp' or 'prob', got {kind!r}")
+    return r.exp() if kind == 'prob' else r
 
 # %% ../nbs/14_dynamic_skip.ipynb #294cf126
 def ner_reward(batch: NERBatch, out: NEROut, kind: str = 'prob'):
@@ -454,6 +463,7 @@ class NumberExp:
     batch_size: int = 100
     epochs: int = 40                       # epoch cap
     patience: int | None = 5               # early stopping on dev accuracy (None/0: never)
+    min_delta: float = field(default=0., metadata={'key': 'if_set'})   # ... counting only gains above this (accuracy points; added later)
 
 @functools.lru_cache(maxsize=8)
 def number_data(length: int, offset: int, n: tuple, data_seed: int) -> tuple:
@@ -461,10 +471,16 @@ def number_data(length: int, offset: int, n: tuple, data_seed: int) -> tuple:
     return tuple(number_prediction(k, length, seed=data_seed + i, offset=offset) for i, k in enumerate(n))
 
 @torch.no_grad()
-def classify_eval(model: nn.Module, x: Tensor, y: Tensor, bs: int = 1000) -> dict:
-    "Loss and accuracy (%) of a classifier on `(x, y)`, in eval mode (greedy skips)."
+def classify_eval(model: nn.Module, x: Tensor, y: Tensor, bs: int = 1000,
+                  sample: int | None = None) -> dict:  # None: greedy skips; a seed: skips sampled from the policy (as the authors evaluate)
+    "Loss and accuracy (%) of a classifier on `(x, y)`, in eval mode (greedy or sampled skips)."
     dev = next(model.parameters()).device
-    with eval_mode(model): logits = torch.cat([model(x[i:i + bs].to(dev)).cpu() for i in range(0, len(x), bs)])
+    with eval_mode(model), torch.random.fork_rng(devices=[]):
+        if sample is not None:
+            torch.manual_seed(sample)
+            for m in model.modules():
+                if isinstance(m, SkipLSTM) and m.mode == 'dynamic': m.training = True   # Gumbel-max sampling; nothing else changes
+        logits = torch.cat([model(x[i:i + bs].to(dev)).cpu() for i in range(0, len(x), bs)])
     return dict(loss=F.cross_entropy(logits, y).item(), acc=100 * (logits.argmax(-1) == y).float().mean().item())
 
 def number_model(cfg: NumberExp) -> SeqClassifier:
@@ -478,10 +494,13 @@ def train_number(cfg: NumberExp, seed: int, ctx: RunContext) -> dict:
     model = number_model(cfg).to(ctx.device)
     task = BatchTask((xtr, ytr), evaluate=lambda m: classify_eval(m, xva, yva))
     tcfg = TrainConfig(optimizer='adam', lr=cfg.lr, weight_decay=0., clip=None, epochs=cfg.epochs, batch_size=cfg.batch_size,
-                       monitor='acc', monitor_mode='max', patience=cfg.patience, seed=seed, progress=False)
+                       monitor='acc', monitor_mode='max', patience=cfg.patience, min_delta=cfg.min_delta, seed=seed, progress=False)
     hist = ctx.fit(model, task, tcfg, extra_loss=Reinforce(classifier_reward) if cfg.kind == 'dynamic' else None)
     dev, test = classify_eval(model, xva, yva), classify_eval(model, xte, yte)
-    return dict(dev_acc=dev['acc'], test_acc=test['acc'], epochs=len(hist), best_epoch=max(hist, key=lambda h: h.get('val_acc', -1))['epoch'],
+    sampled = {}
+    if cfg.kind == 'dynamic':   # the authors' code samples skips at evaluation too
+        sampled = dict(dev_acc_sampled=classify_eval(model, xva, yva, sample=seed)['acc'], test_acc_sampled=classify_eval(model, xte, yte, sample=seed)['acc'])
+    return dict(dev_acc=dev['acc'], test_acc=test['acc'], **sampled, epochs=len(hist), best_epoch=max(hist, key=lambda h: h.get('val_acc', -1))['epoch'],
                 train_time_s=sum(h['time_s'] for h in hist))
 
 def trained_number(cfg: NumberExp, run_dir) -> SeqClassifier:
@@ -528,10 +547,21 @@ class PTBExp:
     eval_batch_size: int = 10
     max_steps: int | None = None     # cap the steps of an epoch (smoke)
     data_path: str | None = field(default=None, metadata={'key': False})   # where the corpus is (its checksums key the run)
+    # added later (keyed only when set, so the earlier records keep their keys):
+    lr_decay_threshold: float | None = field(default=None, metadata={'key': 'if_set'})  # the authors' code: ÷ lr_decay when val ppl improves by less
+    patience: int | None = field(default=None, metadata={'key': 'if_set'})      # early stopping on validation loss (None: run to the cap)
+    min_delta: float = field(default=0., metadata={'key': 'if_set'})            # ... counting only gains above this (nats)
+    reward: str = field(default='logp', metadata={'key': 'if_set'})             # 'logp': log p(target) (the paper) | 'prob': p(target) (the authors' code)
+    policy_weight: float = field(default=1., metadata={'key': 'if_set'})        # × the policy loss (the authors' code: 0.3), on top of the 1 / bptt scaling
+    entropy_weight: float = field(default=0.01, metadata={'key': 'if_set'})     # α of Eq. 4 (the authors' code: 0, no entropy term)
+    carry_buffer: bool = field(default=True, metadata={'key': 'if_set'})        # carry the K-state buffer across windows (the authors' code: newest state only)
+
+# the authors' TF code's REINFORCE details (yslin1995/DynamicLSTM), one `replace(cfg, **AUTHORS_RL)` away
+AUTHORS_RL = dict(reward='prob', policy_weight=0.3, entropy_weight=0., carry_buffer=False)
 
 def ptb_model(cfg: PTBExp, vocab_size: int) -> LSTMLM:
     "The 2-layer LSTM LM with `cfg.kind` as its 2nd layer, Zaremba's init."
-    layer2 = None if cfg.kind == 'lstm' else make_layer(cfg.kind, cfg.nhid, cfg.nhid, K=cfg.K, lam=cfg.lam)
+    layer2 = None if cfg.kind == 'lstm' else make_layer(cfg.kind, cfg.nhid, cfg.nhid, K=cfg.K, lam=cfg.lam, carry_buffer=cfg.carry_buffer)
     if layer2 is not None: layer2.reset_parameters(cfg.init_range)   # the LSTM weights; the policy keeps its own init
     return LSTMLM(LSTMLMConfig(vocab_size=vocab_size, nhid=cfg.nhid, dropout=cfg.dropout, init_range=cfg.init_range), layers=[None, layer2])
 
@@ -544,9 +574,10 @@ def train_ptb(cfg: PTBExp, seed: int, ctx: RunContext) -> dict:
     # loss outside that scaling, hence the policy weight 1 / bptt
     tcfg = TrainConfig(optimizer='sgd', lr=cfg.lr * cfg.bptt, weight_decay=0., clip=cfg.clip / cfg.bptt, epochs=cfg.epochs,
                        batch_size=cfg.batch_size, bptt=cfg.bptt, lr_decay=cfg.lr_decay, lr_decay_start=cfg.lr_decay_start,
+                       lr_decay_threshold=cfg.lr_decay_threshold, patience=cfg.patience, min_delta=cfg.min_delta,
                        eval_batch_size=cfg.eval_batch_size, seed=seed, progress=False, max_steps_per_epoch=cfg.max_steps)
-    hist = ctx.fit(model, LMTask(corpus.train, corpus.valid), tcfg,
-                   extra_loss=Reinforce(lm_reward, weight=1 / cfg.bptt) if cfg.kind == 'dynamic' else None)
+    rl = Reinforce(functools.partial(lm_reward, kind=cfg.reward), weight=cfg.policy_weight / cfg.bptt, entropy_weight=cfg.entropy_weight)
+    hist = ctx.fit(model, LMTask(corpus.train, corpus.valid), tcfg, extra_loss=rl if cfg.kind == 'dynamic' else None)
     val, test = (evaluate(model, corpus[s], cfg.eval_batch_size, cfg.bptt) for s in ('valid', 'test'))
     return dict(val_ppl=val['ppl'], test_ppl=test['ppl'], epochs=len(hist), train_time_s=sum(h['time_s'] for h in hist),
                 params=sum(p.numel() for p in model.parameters()))
@@ -731,13 +762,13 @@ def missing_data(parts, scale: str, data_path: str | None = None) -> dict:
 def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Plan:
     "The runs of every part at `scale`."
     s0 = seeds[0]
-    base = pick(scale, smoke=NumberExp(n=(600, 200, 200), hidden=24, epochs=1, patience=0), cpu=NumberExp(epochs=40), default=NumberExp(epochs=100))
+    base = pick(scale, smoke=NumberExp(n=(600, 200, 200), hidden=24, epochs=1, patience=0), cpu=NumberExp(epochs=200, patience=10, min_delta=0.05), default=NumberExp(epochs=100))
     row_seeds = lambda row: seeds if scale != 'cpu' or row in ('lstm', 'dynamic_lam0.5') else seeds[:1]
     def number(length, row, seed, offset=0, name=None, **kw):
         kind, lam = NUMBER_ROWS[row]
         cfg = replace(replace(base, length=length, offset=offset, data_seed=100 * length + offset, kind=kind, lam=lam), **kw)
         return Spec(train_number, cfg, seed, name=name or f'np_len{length}' + (f'_off{offset}' if offset else '') + f'_{row}')
-    long_epochs = pick(scale, smoke=2, cpu=100, default=base.epochs)
+    long_epochs = pick(scale, smoke=2, default=base.epochs)
     def longer(s):
         if long_epochs <= s.cfg.epochs: return s         # already the long budget
         return Spec(train_number, replace(s.cfg, epochs=long_epochs), s.seed, name=f'{s.name}_e{long_epochs}', extends=s)
@@ -748,7 +779,8 @@ def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Pla
              'number_offset_long': [longer(number(21, row, s0, offset=10)) for row in LONG]}
 
     ptbc = pick(scale, smoke=PTBExp(corpus='synthetic', nhid=32, dropout=0.2, epochs=1, max_steps=12, bptt=20, lr_decay=1.2, lr_decay_start=None),
-                cpu=PTBExp(nhid=128, dropout=0.2, epochs=3, lr_decay=2.0, lr_decay_start=2), default=PTBExp())
+                cpu=PTBExp(nhid=200, dropout=0.2, epochs=40, lr_decay=2.0, lr_decay_start=None, lr_decay_threshold=1.0, patience=3, min_delta=2e-3),
+                default=PTBExp())
     ptbc = replace(ptbc, data_path=data_path)
     ptb_id = data_identity(ptbc.corpus)
     parts['ptb'] = [Spec(train_ptb, replace(ptbc, kind=k), s, name=f'ptb_{k}', data_id=ptb_id)
