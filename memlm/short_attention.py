@@ -18,8 +18,9 @@ from .train import LMTask, lm_loss
 __all__ = ['KINDS', 'PARTS', 'ATTENTIVE', 'WINDOWS', 'NGRAMS', 'LONG_KINDS', 'ShortAttnConfig', 'windows', 'past_mask',
            'WindowAttention', 'NGramHead', 'ShortAttentionLM', 'AttentionProfile', 'count_params', 'match_hidden_size',
            'matched_configs', 'compare_throughput', 'expand_hidden', 'cbt_scores', 'cbt_accuracy', 'cbt_lm_corpus',
-           'sa_corpus', 'ShortAttnExp', 'train_lm', 'ThroughputExp', 'measure_throughput', 'CBTExp', 'cbt_corpus',
-           'train_cbt', 'run_name', 'lm_base', 'matched', 'make_plan']
+           'sa_corpus', 'ShortAttnExp', 'train_lm', 'ThroughputExp', 'SettingCostExp', 'setting_costs',
+           'measure_throughput', 'CBTExp', 'cbt_corpus', 'train_cbt', 'run_name', 'lm_base', 'matched', 'wide_controls',
+           'make_plan']
 
 # %% ../nbs/12_short_attention.ipynb #57b9e739
 KINDS = ('lstm', 'attention', 'kv', 'kvp', 'ngram')  # the five models of Table 1
@@ -372,6 +373,29 @@ class ThroughputExp:
     steps: int = 5                   # timed steps per round
     threads: int | None = None       # torch CPU threads while timing (None: the process's)
 
+@dataclass
+class SettingCostExp:
+    "What an epoch costs at candidate cpu settings: the plain LSTM and key-value-predict of width w on a corpus."
+    candidates: tuple = (('ptb', 40), ('wikitext-2', 100))   # (corpus, w)
+    window: int = 10
+    rounds: int = 3
+    steps: int = 3
+    threads: int | None = 1          # torch threads while timing (one core per run, as the cpu campaigns run)
+    data_path: str | None = field(default=None, metadata={'key': False})
+
+def setting_costs(cfg: SettingCostExp, seed: int, ctx: RunContext) -> dict:
+    "`<corpus>_w<w>/`: vocabulary, training tokens, |V| / w, KVP's softmax width ÷ w, and seconds per epoch of each model."
+    torch.manual_seed(seed)
+    out = {}
+    for corpus, w in cfg.candidates:
+        c = sa_corpus(corpus, cfg.data_path)
+        V, n, tag = len(c.vocab), len(c.train), f'{corpus}_w{w}'
+        cfgs = matched_configs(ShortAttnConfig(vocab_size=V, emb_size=w, hidden_size=w, kind='lstm', window=cfg.window), kinds=('lstm', 'kvp'))
+        rows = compare_throughput(cfgs, rounds=cfg.rounds, steps=cfg.steps, threads=cfg.threads, device=ctx.device)
+        out |= {f'{tag}/vocab': V, f'{tag}/train_tokens': n, f'{tag}/vocab_per_width': V / w, f'{tag}/kvp_softmax_ratio': cfgs['kvp'].part_size / w}
+        out |= {f"{tag}/{r['model']}_s_per_epoch": n / r['tokens_per_s'] for r in rows}
+    return out
+
 def measure_throughput(cfg: ThroughputExp, seed: int, ctx: RunContext) -> dict:
     "`<model>/tokens_per_s`, `<model>/ratio` (to the LSTM), `<model>/hidden`, `<model>/params`, and the smallest ratio."
     torch.manual_seed(seed)
@@ -418,7 +442,7 @@ def train_cbt(cfg: CBTExp, seed: int, ctx: RunContext) -> dict:
     return acc | dict(params=count_params(mcfg), hidden=mcfg.hidden_size, vocab=len(cbt.vocab), epochs=len(hist))
 
 # %% ../nbs/12_short_attention.ipynb #b9804d6f
-PARTS = ('table1', 'window', 'attention', 'long', 'ngram', 'throughput', 'cbt')
+PARTS = ('table1', 'controls', 'window', 'attention', 'long', 'ngram', 'throughput', 'cbt')
 ATTENTIVE = ('attention', 'kv', 'kvp')
 WINDOWS, NGRAMS = (1, 5, 10, 15), (2, 3, 4, 5)    # Figure 2a's windows; the N-gram sweep
 LONG_KINDS = ('lstm', 'kvp', 'attention')          # trained longer in the `long` part
@@ -431,9 +455,10 @@ def lm_base(scale: str, data_path: str | None = None) -> tuple[ShortAttnExp, flo
     "The plain LSTM run of `scale` (corpus, size, training) and the parameter-matching tolerance."
     corpus = pick(scale, smoke='synthetic', cpu='ptb', default='wikitext-2')
     V = pick(scale, smoke=64, cpu=10_000, default=33_278)          # the corpora's vocabularies (checked by train_lm)
-    size = pick(scale, smoke=24, cpu=100, default=300)             # w = k of the plain LSTM
+    size = pick(scale, smoke=24, cpu=40, default=300)              # w = k of the plain LSTM (cpu: |V| / w = 250, the paper's ≈ 257)
     train = TrainConfig(optimizer='adam', lr=1e-3, weight_decay=0., clip=5., batch_size=64, bptt=20,
-                        epochs=pick(scale, smoke=2, cpu=3, gpu=15, paper=30),
+                        epochs=pick(scale, smoke=2, cpu=60, gpu=40, paper=30),
+                        patience=pick(scale, cpu=3, gpu=3, default=None), min_delta=pick(scale, cpu=2e-3, gpu=2e-3, default=0.),
                         eval_batch_size=10 if corpus == 'ptb' else 1,  # article resets in evaluation need batch 1
                         load_best=True, progress=False)
     model = ShortAttnConfig(vocab_size=V, emb_size=size, hidden_size=size, kind='lstm', window=10, ngram=4)
@@ -443,17 +468,26 @@ def matched(lm: ShortAttnExp, kind: str, tol: float, window: int = 10, ngram: in
     "`lm` with the `kind` model that has the plain LSTM's parameter count (window L, N of the N-gram RNN)."
     return replace(lm, model=matched_configs(replace(lm.model, kind='lstm', window=window, ngram=ngram), (kind,), tol=tol)[kind])
 
+def wide_controls(lm: ShortAttnExp, window: int = 10) -> dict[str, ShortAttnExp]:
+    """The two controls of parameter matching: key-value-predict whose softmax input (k/3) is as wide as the LSTM's
+    (`kvp_wide`: k = 3w, more parameters), and a plain LSTM with that model's parameter count (`lstm_wide`)."""
+    w = lm.model.hidden_size
+    kvp = replace(lm.model, kind='kvp', hidden_size=3 * w, window=window)
+    lstm_h = match_hidden_size('lstm', count_params(kvp), lm.model.vocab_size, lm.model.emb_size, tol=0.05)
+    return {'kvp_wide': replace(lm, model=kvp), 'lstm_wide': replace(lm, model=replace(lm.model, kind='lstm', hidden_size=lstm_h))}
+
 def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Plan:
-    "The runs of every part at `scale`; Table 1 per seed, the sweeps and longer training at `seeds[0]`."
+    "The runs of every part at `scale`; Table 1 and its controls per seed, the sweeps and longer training at `seeds[0]`."
     lm, tol = lm_base(scale, data_path)
     did, s0 = data_identity(lm.corpus), seeds[0]
     def spec(e: ShortAttnExp, seed: int, suffix: str = '') -> Spec:
         return Spec(train_lm, e, seed, name=run_name(e.model) + suffix, data_id=did)
     table1 = [spec(matched(lm, k, tol), s) for k in KINDS for s in seeds]
+    controls = [Spec(train_lm, e, s, name=n, data_id=did) for n, e in wide_controls(lm).items() for s in seeds]
     window = [spec(lm, s0)] + [spec(matched(lm, k, tol, window=L), s0) for L in WINDOWS for k in ATTENTIVE]
     attention = [spec(matched(lm, k, tol, window=15), s0) for k in ATTENTIVE]
     ngram = [spec(matched(lm, 'ngram', tol, ngram=n), s0) for n in NGRAMS]
-    long_epochs = pick(scale, smoke=3, cpu=10, default=None)
+    long_epochs = pick(scale, smoke=3, default=None)                   # cpu/gpu: Table 1 itself trains to convergence
     long = [spec(replace(e, train=replace(e.train, epochs=long_epochs, patience=2)), s0, f'_e{long_epochs}')
             for e in (matched(lm, k, tol) for k in LONG_KINDS)] if long_epochs else []
     tp = ThroughputExp(lm.model, window=15, tol=tol, rounds=pick(scale, smoke=1, default=3), steps=pick(scale, smoke=2, default=5),
@@ -461,5 +495,7 @@ def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Pla
     cbt = [Spec(train_cbt, CBTExp(kind=k, size=lm.model.emb_size, tol=tol, train=lm.train, data_path=data_path), s0,
                 name=f'cbt_{k}', data_id=data_identity('cbt'))
            for k in ('lstm', 'kvp')] if scale != 'smoke' and has_corpus('cbt', data_path) else []   # needs the CBT files
-    return Plan('short_attention', scale, dict(table1=table1, window=window, attention=attention, long=long, ngram=ngram,
-                                               throughput=[Spec(measure_throughput, tp, s0, name='throughput')], cbt=cbt))
+    costs = [Spec(setting_costs, SettingCostExp(data_path=data_path), s0, name='setting_costs',
+                  data_id=','.join(data_identity(c) for c, _ in SettingCostExp.candidates))] if scale == 'cpu' else []
+    return Plan('short_attention', scale, dict(table1=table1, controls=controls, window=window, attention=attention, long=long, ngram=ngram,
+                                               throughput=[Spec(measure_throughput, tp, s0, name='throughput'), *costs], cbt=cbt))
