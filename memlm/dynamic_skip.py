@@ -405,8 +405,8 @@ def classifier_reward(batch, out: Tensor) -> Tensor:
 
 def lm_reward(batch, out, kind: str = 'logp') -> Tensor:
     "log p(y_t | x_<=t) per step ('logp', the paper), or p(y_t | x_<=t) ('prob', the authors' code): `[T, B]` (from an `LMOutput`)."
-    r = out.logp.detach().gather(-1, batch[1][..., None])[..., 0]
     if kind not in ('logp', 'prob'): raise ValueError(f"reward kind must be 'logp' or 'prob', got {kind!r}")
+    r = out.logp.detach().gather(-1, batch[1][..., None])[..., 0]
     return r.exp() if kind == 'prob' else r
 
 # %% ../nbs/14_dynamic_skip.ipynb #294cf126

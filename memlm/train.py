@@ -465,9 +465,10 @@ def end_epoch(run: Run, stop: bool = False) -> dict:
         st['vals'].append(score)
     st['lr'] = decayed_lr(st['lr'], cfg, st['epoch'], cur, prev)
     if stop: st['done'] = True; m['stopped'] = 'callback'
-    if val is not None and epochs_since_improvement(st['vals'], cfg.min_delta) == 0: m['improved'] = True
-    if cfg.patience and val is not None:   # epochs since the last counted improvement, from the (checkpointed) scores
-        if epochs_since_improvement(st['vals'], cfg.min_delta) >= cfg.patience: st['done'] = True; m['stopped'] = 'patience'
+    if val is not None:                    # epochs since the last counted improvement, from the (checkpointed) scores
+        since = epochs_since_improvement(st['vals'], cfg.min_delta)
+        if since == 0: m['improved'] = True
+        if cfg.patience and since >= cfg.patience: st['done'] = True; m['stopped'] = 'patience'
     if cfg.time_budget_s is not None and st['train_time'] >= cfg.time_budget_s: st['done'] = True; m['stopped'] = 'time budget'
     st['history'].append(m)
     st.update(epoch=st['epoch'] + 1, batch=0, ep_nll=0., ep_n=0, ep_time=0.)
