@@ -28,8 +28,8 @@ def pick(scale: str, **by_scale):
     raise KeyError(f"no value given for scale {scale!r} (have {sorted(by_scale)})")
 
 # %% auto #0
-__all__ = ['SCALES', 'check_scale', 'pick', 'seed_everything', 'get_device', 'device_name', 'results_dir', 'figures_dir',
-           'provenance', 'write_json', 'Experiment', 'load_result', 'read_log', 'markdown_table']
+__all__ = ['SCALES', 'CODE_AT_START', 'check_scale', 'pick', 'seed_everything', 'get_device', 'device_name', 'results_dir',
+           'figures_dir', 'provenance', 'write_json', 'Experiment', 'load_result', 'read_log', 'markdown_table']
 
 # %% ../nbs/01_registry.ipynb #cabb3332
 def seed_everything(seed: int) -> None:
@@ -60,15 +60,24 @@ def _git(*args) -> str | None:
                               timeout=10, check=True).stdout.strip()
     except Exception: return None
 
-def provenance(device: torch.device | str | None = None) -> dict:
-    "Commit, dirty flag, date, device, versions and host of the current process."
+def _code_state() -> dict:
+    "Commit and dirty flag of the working tree now (outputs that runs write do not count as modified code)."
     # results/, figures/, reports/ and the README are what runs write (a run that rewrites them is not running modified code)
     status = _git('status', '--porcelain', '--untracked-files=no', '--', '.', ':(exclude)results', ':(exclude)figures',
                   ':(exclude)reports', ':(exclude)README.md')
-    return dict(commit=_git('rev-parse', 'HEAD'), dirty=bool(status) if status is not None else None,
-                date=datetime.now(timezone.utc).isoformat(timespec='seconds'),
-                device=device_name(device), torch=torch.__version__, python=platform.python_version(),
-                host=socket.gethostname())
+    return dict(commit=_git('rev-parse', 'HEAD'), dirty=bool(status) if status is not None else None)
+
+CODE_AT_START = _code_state()   # the code this process imported: read once, so a later commit or edit does not relabel its runs
+
+def provenance(device: torch.device | str | None = None) -> dict:
+    """Commit and dirty flag of the code this process imported (`CODE_AT_START`), date, device, versions and host.
+    `head_now` is added when the checkout's HEAD has moved on since (a long campaign outliving a commit)."""
+    p = dict(**CODE_AT_START, date=datetime.now(timezone.utc).isoformat(timespec='seconds'),
+             device=device_name(device), torch=torch.__version__, python=platform.python_version(),
+             host=socket.gethostname())
+    head = _git('rev-parse', 'HEAD')
+    if head != p['commit']: p['head_now'] = head
+    return p
 
 # %% ../nbs/01_registry.ipynb #76823f84
 def _jsonable(x):
