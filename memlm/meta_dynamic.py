@@ -161,35 +161,56 @@ class MetaLearner(nn.Module):
 
 # %% ../nbs/13_meta_dynamic.ipynb #a6691831
 def _fast_constants(learner: MetaLearner, c: dict, params: list) -> dict:
-    "Per-tensor constants of the in-place path: log(base) + b + w_F·x_F folded into one vector per gate, scratch buffers."
+    """Per-tensor constants of the in-place path and its scratch buffers. The learner's parameters are fixed during
+    evaluation, so what does not change from segment to segment folds into one vector per tensor: log(base) + b
+    (+ w_F·x_F for the linear learner) per gate; for the MLP, b₁ + W₁[:, F]·x_F per hidden unit and log(base) + b₂ per gate."""
     cfg, views = learner.cfg, {k: unflat(c[k], c['shapes'], c['groups']) for k in ('theta0', 'r', 'i0', 'a0', 'F', 'xF') if k in c}
-    w, b = learner.weight.detach().double().tolist(), learner.bias.detach().double().tolist()
-    rows = {f: w[k] for k, f in enumerate(cfg.features)}
-    base = dict(i='i0', f='a0', z='a0')
-    C = {g: [views[base[g]][j].log() + b[k] + (rows['fisher'][k] * views['xF'][j] if 'fisher' in rows else 0.)
-             for j in range(len(params))] for k, g in enumerate(cfg.gates)}
-    return dict(views=views, C=C, w={g: [rows[f][k] for f in ('loss', 'grad', 'delta')] for k, g in enumerate(cfg.gates)},
-                gamma=float(learner.ewc) if learner.ewc is not None else 0., lr=c['lr'],
-                buf=[[torch.empty_like(p) for _ in range(4)] for p in params])
+    base, n, fi = dict(i='i0', f='a0', z='a0'), len(params), {f: k for k, f in enumerate(cfg.features)}
+    dyn = ('loss', 'grad', 'delta')                                    # the features that change every segment
+    fisher = lambda w, j: w[fi['fisher']] * views['xF'][j] if 'fisher' in fi else 0.
+    out = dict(views=views, gamma=float(learner.ewc) if learner.ewc is not None else 0., lr=c['lr'], hidden=cfg.hidden)
+    b = learner.bias.detach().double().tolist()
+    if cfg.hidden:
+        W1, b1 = learner.inp.weight.detach().double().tolist(), learner.inp.bias.detach().double().tolist()   # [H][k], [H]
+        W2 = learner.out.weight.detach().double().tolist()                                                    # [gates][H]
+        out.update(Cin=[[b1[h] + fisher(W1[h], j) for j in range(n)] for h in range(cfg.hidden)],
+                   win=[[W1[h][fi[f]] for f in dyn] for h in range(cfg.hidden)],
+                   C={g: [views[base[g]][j].log() + b[k] for j in range(n)] for k, g in enumerate(cfg.gates)},
+                   wout={g: W2[k] for k, g in enumerate(cfg.gates)})
+    else:
+        cols = list(zip(*learner.weight.detach().double().tolist()))                                          # [gates][k]
+        out.update(C={g: [views[base[g]][j].log() + b[k] + fisher(cols[k], j) for j in range(n)] for k, g in enumerate(cfg.gates)},
+                   w={g: [cols[k][fi[f]] for f in dyn] for k, g in enumerate(cfg.gates)})
+    out['buf'] = [[torch.empty_like(p) for _ in range(4 + (len(cfg.gates) if cfg.hidden else 0))] for p in params]
+    return out
 
 @torch.no_grad()
 def _fast_step(learner: MetaLearner, params: list, grads: list, loss: Tensor, mem: dict, fc: dict) -> dict:
-    "Eq. 6 for a linear learner, in place and without allocations: the same numbers as `MetaLearner.step`."
+    "Eq. 6 in place and without allocations, for the linear and the MLP learner: the same numbers as `MetaLearner.step`."
     cfg, v = learner.cfg, fc['views']
     loss, ema = loss.detach(), mem.get('ema')
     xL = float(squash(loss - ema)) if ema is not None else 0.
     mem = dict(ema=loss if ema is None else cfg.loss_ema * ema + (1 - cfg.loss_ema) * loss)
     for j, (p, g) in enumerate(zip(params, grads)):
-        D, xg, xd, U = fc['buf'][j]
+        D, xg, xd, U, *G = fc['buf'][j]
         torch.sub(p, v['theta0'][j], out=D)
         for x, src, scale in ((xg, g, v['r'][j]), (xd, D, None)):      # the squashed grad and delta features
             torch.mul(src, scale if scale is not None else 1 / fc['lr'], out=x)
             torch.abs(x, out=U); U.add_(1); x.div_(U)
+        if fc['hidden']:                                                 # u_g = log(base) + b₂ + Σ_h W₂[g,h] relu(z_h), all gates at once
+            G = dict(zip(cfg.gates, G))
+            for gate, buf in G.items(): buf.copy_(fc['C'][gate][j])
+            for h, (wL, wg, wd) in enumerate(fc['win']):
+                torch.mul(xg, wg, out=U); U.add_(xd, alpha=wd).add_(fc['Cin'][h][j]).add_(wL * xL).relu_()
+                for gate, buf in G.items(): buf.add_(U, alpha=fc['wout'][gate][h])
+            for buf in G.values(): buf.exp_()                            # base ⊙ e^u
         if fc['gamma']: g.addcmul_(v['F'][j], D, value=fc['gamma'])       # ∇̃ = ∇L + γ F̂ (θ − θ₀), in the gradient's buffer
         for gate in ('f', 'z', 'i'):                                     # f first: it is the only term that reads θ
             if gate not in fc['C']: continue
-            wL, wg, wd = fc['w'][gate]
-            torch.add(fc['C'][gate][j], xg, alpha=wg, out=U); U.add_(xd, alpha=wd).add_(wL * xL).exp_()   # base ⊙ e^u
+            if fc['hidden']: U = G[gate]
+            else:
+                wL, wg, wd = fc['w'][gate]
+                torch.add(fc['C'][gate][j], xg, alpha=wg, out=U); U.add_(xd, alpha=wd).add_(wL * xL).exp_()   # base ⊙ e^u
             if gate == 'f': p.addcmul_(U, p, value=-1.)
             elif gate == 'z': p.addcmul_(U, v['theta0'][j])
             else: p.addcmul_(U, g, value=-1.)
@@ -201,7 +222,7 @@ def meta_update(learner: MetaLearner, fisher: list | None = None, fast: bool = T
         m = state.get('meta')
         if m is None:
             c = meta_constants(state, fisher)
-            m = state['meta'] = dict(c=c, mem={}, fast=_fast_constants(learner, c, params) if fast and not learner.cfg.hidden else None)
+            m = state['meta'] = dict(c=c, mem={}, fast=_fast_constants(learner, c, params) if fast else None)
         if m['fast'] is not None: m['mem'] = _fast_step(learner, params, grads, state['loss'], m['mem'], m['fast']); return
         c = m['c']
         new, m['mem'] = learner.step(flat(params, c['groups']), flat(grads, c['groups']), state['loss'], m['mem'], c)
