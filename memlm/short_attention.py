@@ -15,10 +15,10 @@ from .data import Vocab, Corpus, batchify, read_cbt, EOS, UNK
 from .train import LMTask, lm_loss
 
 # %% auto #0
-__all__ = ['KINDS', 'PARTS', 'ATTENTIVE', 'WINDOWS', 'NGRAMS', 'LONG_KINDS', 'ShortAttnConfig', 'windows', 'past_mask',
-           'WindowAttention', 'NGramHead', 'ShortAttentionLM', 'AttentionProfile', 'count_params', 'match_hidden_size',
-           'matched_configs', 'compare_throughput', 'expand_hidden', 'cbt_scores', 'cbt_accuracy', 'cbt_lm_corpus',
-           'sa_corpus', 'ShortAttnExp', 'train_lm', 'ThroughputExp', 'SettingCostExp', 'setting_costs',
+__all__ = ['KINDS', 'PARTS', 'ATTENTIVE', 'WINDOWS', 'NGRAMS', 'LONG_KINDS', 'LR_CHECK', 'CPU_LR', 'ShortAttnConfig', 'windows',
+           'past_mask', 'WindowAttention', 'NGramHead', 'ShortAttentionLM', 'AttentionProfile', 'count_params',
+           'match_hidden_size', 'matched_configs', 'compare_throughput', 'expand_hidden', 'cbt_scores', 'cbt_accuracy',
+           'cbt_lm_corpus', 'sa_corpus', 'ShortAttnExp', 'train_lm', 'ThroughputExp', 'SettingCostExp', 'setting_costs',
            'measure_throughput', 'CBTExp', 'cbt_corpus', 'train_cbt', 'run_name', 'lm_base', 'matched', 'wide_controls',
            'make_plan']
 
@@ -442,10 +442,12 @@ def train_cbt(cfg: CBTExp, seed: int, ctx: RunContext) -> dict:
     return acc | dict(params=count_params(mcfg), hidden=mcfg.hidden_size, vocab=len(cbt.vocab), epochs=len(hist))
 
 # %% ../nbs/12_short_attention.ipynb #b9804d6f
-PARTS = ('table1', 'controls', 'window', 'attention', 'long', 'ngram', 'throughput', 'cbt')
+PARTS = ('lr_check', 'table1', 'controls', 'window', 'attention', 'long', 'ngram', 'throughput', 'cbt')
 ATTENTIVE = ('attention', 'kv', 'kvp')
 WINDOWS, NGRAMS = (1, 5, 10, 15), (2, 3, 4, 5)    # Figure 2a's windows; the N-gram sweep
 LONG_KINDS = ('lstm', 'kvp', 'attention')          # trained longer in the `long` part
+LR_CHECK = (1e-3, 3e-3, 1e-2)                      # Adam learning rates of the one-epoch check (the paper's 1e-3 first)
+CPU_LR = 1e-3                                     # the cpu setting's lr: the smallest of the models' one-epoch bests on validation (`lr_check`)
 
 def run_name(m: ShortAttnConfig) -> str:
     "A model's name in tables and run folders: 'lstm', 'kvp_L10', 'ngram4'."
@@ -456,7 +458,7 @@ def lm_base(scale: str, data_path: str | None = None) -> tuple[ShortAttnExp, flo
     corpus = pick(scale, smoke='synthetic', cpu='ptb', default='wikitext-2')
     V = pick(scale, smoke=64, cpu=10_000, default=33_278)          # the corpora's vocabularies (checked by train_lm)
     size = pick(scale, smoke=24, cpu=40, default=300)              # w = k of the plain LSTM (cpu: |V| / w = 250, the paper's ≈ 257)
-    train = TrainConfig(optimizer='adam', lr=1e-3, weight_decay=0., clip=5., batch_size=64, bptt=20,
+    train = TrainConfig(optimizer='adam', lr=pick(scale, cpu=CPU_LR, default=1e-3), weight_decay=0., clip=5., batch_size=64, bptt=20,
                         epochs=pick(scale, smoke=2, cpu=60, gpu=40, paper=30),
                         patience=pick(scale, cpu=3, gpu=3, default=None), min_delta=pick(scale, cpu=2e-3, gpu=2e-3, default=0.),
                         eval_batch_size=10 if corpus == 'ptb' else 1,  # article resets in evaluation need batch 1
@@ -487,6 +489,8 @@ def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Pla
     window = [spec(lm, s0)] + [spec(matched(lm, k, tol, window=L), s0) for L in WINDOWS for k in ATTENTIVE]
     attention = [spec(matched(lm, k, tol, window=15), s0) for k in ATTENTIVE]
     ngram = [spec(matched(lm, 'ngram', tol, ngram=n), s0) for n in NGRAMS]
+    lr_check = [spec(replace(e, train=replace(e.train, lr=lr, epochs=1, patience=None)), s0, f'_lr{lr:g}_e1')   # one epoch each, LSTM and KVP
+                for lr in LR_CHECK for e in (lm, matched(lm, 'kvp', tol))]
     long_epochs = pick(scale, smoke=3, default=None)                   # cpu/gpu: Table 1 itself trains to convergence
     long = [spec(replace(e, train=replace(e.train, epochs=long_epochs, patience=2)), s0, f'_e{long_epochs}')
             for e in (matched(lm, k, tol) for k in LONG_KINDS)] if long_epochs else []
@@ -497,5 +501,5 @@ def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Pla
            for k in ('lstm', 'kvp')] if scale != 'smoke' and has_corpus('cbt', data_path) else []   # needs the CBT files
     costs = [Spec(setting_costs, SettingCostExp(data_path=data_path), s0, name='setting_costs',
                   data_id=','.join(data_identity(c) for c, _ in SettingCostExp.candidates))] if scale == 'cpu' else []
-    return Plan('short_attention', scale, dict(table1=table1, controls=controls, window=window, attention=attention, long=long, ngram=ngram,
+    return Plan('short_attention', scale, dict(lr_check=lr_check, table1=table1, controls=controls, window=window, attention=attention, long=long, ngram=ngram,
                                                throughput=[Spec(measure_throughput, tp, s0, name='throughput'), *costs], cbt=cbt))
