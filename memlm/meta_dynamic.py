@@ -21,9 +21,9 @@ __all__ = ['BUCKET', 'FEATURES', 'GATES', 'METHODS', 'PARTS', 'META_VARIANTS', '
            'unflat', 'meta_constants', 'MetaConfig', 'MetaLearner', 'meta_update', 'no_update', 'recording',
            'fisher_diagonal', 'MetaTrainConfig', 'saved_bytes', 'unroll_plain', 'unroll_checkpointed', 'meta_train',
            'tune_dyneval', 'peak_rss_mb', 'segment_starts', 'article_effects', 'smooth', 'topic_corpus', 'cap_vocab',
-           'first_articles', 'stream_prefix', 'CorpusExp', 'corpus_splits', 'LMExp', 'train_lm', 'CoreLMExp', 'core_lm',
-           'LMRef', 'load_lm', 'PrepExp', 'prepare', 'MethodExp', 'run_method', 'wt2_lm_config', 'scale_configs',
-           'method_specs', 'make_plan', 'by_seed', 'comparison']
+           'first_articles', 'stream_prefix', 'stream_slice', 'CorpusExp', 'corpus_splits', 'LMExp', 'train_lm',
+           'CoreLMExp', 'core_lm', 'LMRef', 'load_lm', 'PrepExp', 'prepare', 'MethodExp', 'run_method', 'wt2_lm_config',
+           'scale_configs', 'method_specs', 'make_plan', 'by_seed', 'comparison']
 
 # %% ../nbs/13_meta_dynamic.ipynb #1d7361ff
 BUCKET = 1 << 21   # coordinates per bucket: on a CPU, allocations above ~8 MB cost several times more per element
@@ -453,6 +453,11 @@ def stream_prefix(data: Tensor, starts, n_tokens: int | None):
     if n_tokens is None or n_tokens >= len(data): return data, starts
     return data[:n_tokens], None if starts is None else starts[starts < n_tokens]
 
+def stream_slice(data: Tensor, starts, a: int, b: int):
+    "Tokens `a` to `b` (exclusive) of a stream and the article starts inside them, counted from `a`."
+    if not 0 <= a < b <= len(data): raise ValueError(f'slice {a}:{b} is outside a stream of {len(data)} tokens')
+    return data[a:b], None if starts is None else starts[(starts >= a) & (starts < b)] - a
+
 # %% ../nbs/13_meta_dynamic.ipynb #e85b096e
 from .experiment import Spec, Plan, RunContext, data_identity, runs_dir, mean_sd, row_metrics, best_checkpoint
 from .registry import pick
@@ -579,6 +584,8 @@ class MethodExp:
     rms_run: str = ''                  # 'meta': the tuned 'rms' run whose constants scale the gates
     meta: MetaConfig = field(default_factory=MetaConfig)
     train: MetaTrainConfig = field(default_factory=MetaTrainConfig)
+    meta_lrs: tuple = field(default=(), metadata={'key': 'if_set'})       # 'meta': meta-training lrs to choose from (empty: train.lr) ...
+    holdout_tokens: int = field(default=0, metadata={'key': 'if_set'})    # ... by perplexity on the validation tokens after the prefix
     save_segments: bool = False        # write every test segment's loss to segments.json (Figure 2)
 
 def _stats(folder: Path, device) -> tuple[dict, list, dict]:
@@ -603,14 +610,26 @@ def run_method(cfg: MethodExp, seed: int, ctx: RunContext) -> dict:
                    dyn=vars(dcfg))
     elif cfg.method == 'meta':
         dcfg = DynEvalConfig(**json.loads((ctx.dir.parent/cfg.rms_run/'record.json').read_text())['metrics']['dyn'])
-        learner = MetaLearner(cfg.meta).to(ctx.device)
         params = [p for p in model.parameters() if p.requires_grad]
         F_ = fisher if cfg.meta.levels == 3 else None
-        rss0, t0 = peak_rss_mb(), time.perf_counter()
-        hist = meta_train(model, learner, valid, dyneval_state(dcfg, params, stats), cfg.train, F_, varts)
-        for h in hist: ctx.log('meta', **h)
+        lrs = tuple(cfg.meta_lrs) or (cfg.train.lr,)
+        if len(lrs) > 1 and cfg.holdout_tokens <= 0: raise ValueError('choosing among meta_lrs needs holdout_tokens > 0')
+        hold = stream_slice(*sp['valid'], cfg.valid_tokens, cfg.valid_tokens + cfg.holdout_tokens) if len(lrs) > 1 else None
+        rss0, cands, t_all = peak_rss_mb(), [], time.perf_counter()
+        for lr in lrs:                                   # every candidate starts from the same gates (same seed)
+            torch.manual_seed(seed); learner = MetaLearner(cfg.meta).to(ctx.device)
+            t0 = time.perf_counter()
+            hist = meta_train(model, learner, valid, dyneval_state(dcfg, params, stats), replace(cfg.train, lr=lr), F_, varts)
+            t_train = time.perf_counter() - t0
+            for h in hist: ctx.log('meta', meta_lr=lr, **h)
+            hp = dynamic_evaluate(model, hold[0], dcfg, stats=stats, update=meta_update(learner, F_), articles=hold[1])['ppl'] if hold else None
+            cands.append(dict(lr=lr, holdout_ppl=hp, learner=learner, hist=hist, time=t_train))
+        best = min(cands, key=lambda c: c['holdout_ppl'] if c['holdout_ppl'] is not None else 0.)
+        learner, hist = best['learner'], best['hist']
+        if hold: out.update(meta_lr_grid=list(lrs), meta_lr_holdout_ppl=[c['holdout_ppl'] for c in cands], holdout_tokens=len(hold[0]),
+                            meta_tuning_time_s=time.perf_counter() - t_all)
         k = max(1, min(5, len(hist) // 2))
-        out.update(meta_train_time_s=time.perf_counter() - t0, meta_steps=len(hist),
+        out.update(meta_lr=best['lr'], meta_train_time_s=best['time'], meta_steps=len(hist),
                    meta_loss_first=sum(h['meta_loss'] for h in hist[:k]) / k, meta_loss_last=sum(h['meta_loss'] for h in hist[-k:]) / k,
                    held_mb=max(h['held_mb'] for h in hist), theta_mb=sum(p.numel() * p.element_size() for p in params) / 2**20,
                    unroll=cfg.train.unroll, rss_before_mb=rss0, peak_rss_mb=peak_rss_mb(), learned=learner.summary(), dyn=vars(dcfg))
@@ -654,7 +673,8 @@ def scale_configs(scale: str) -> dict:
     mt = MetaTrainConfig(unroll=pick(scale, smoke=5, default=40), steps=pick(scale, smoke=3, cpu=50, default=100))
     return dict(train=mt, valid_tokens=mt.steps * mt.unroll * mt.bptt,
                 sgd_grid=pick(scale, smoke=(0.1, 1.), default=(0.01, 0.03, 0.1, 0.3, 1., 3.)),
-                rms_grid=pick(scale, smoke=(1.,), default=(0.5, 1., 2.)),
+                rms_grid=pick(scale, smoke=(1.,), default=(0.5, 1., 2., 4., 8.)),
+                meta_lrs=pick(scale, smoke=(1e-2, 1e-1), default=(1e-3, 1e-2)), holdout_tokens=pick(scale, smoke=100, default=5_000),
                 max_stats_batches=pick(scale, smoke=20, default=None), fisher_pieces=pick(scale, smoke=20, default=200))
 
 def method_specs(tag: str, lm: Spec, ref: LMRef, scale: str, seed: int) -> dict:
@@ -669,7 +689,8 @@ def method_specs(tag: str, lm: Spec, ref: LMRef, scale: str, seed: int) -> dict:
                rms=run('rms', replace(base, method='rms', grid=sc['rms_grid'])))
     for name, mc in META_VARIANTS.items():
         if tag == 'ptb' and scale == 'cpu' and name != 'meta3': continue    # cpu budget: on PTB only the 3-level learner the claims read
-        out[name] = run(name, replace(base, method='meta', rms_run=out['rms'].folder, meta=mc), out['rms'])
+        out[name] = run(name, replace(base, method='meta', rms_run=out['rms'].folder, meta=mc, meta_lrs=sc['meta_lrs'],
+                                       holdout_tokens=sc['holdout_tokens']), out['rms'])
     return out
 
 def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Plan:
