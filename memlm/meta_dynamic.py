@@ -282,7 +282,7 @@ class saved_bytes(contextlib.AbstractContextManager):
     def _pack(self, t):
         s = t.untyped_storage()
         if s.data_ptr() not in self.seen: self.seen.add(s.data_ptr()); self.n += s.nbytes()
-        return t
+        return t.detach()   # not `t`: a saved output would hold its own grad_fn, a cycle gc cannot see (it leaked every segment's graph)
     def __enter__(self):
         self.hooks = torch.autograd.graph.saved_tensors_hooks(self._pack, lambda t: t); self.hooks.__enter__(); return self
     def __exit__(self, *exc): self.hooks.__exit__(*exc)
