@@ -451,7 +451,7 @@ def first_articles(data: Tensor, starts, n: int | None):
 def stream_prefix(data: Tensor, starts, n_tokens: int | None):
     "The first `n_tokens` of a stream and the article starts inside them."
     if n_tokens is None or n_tokens >= len(data): return data, starts
-    return data[:n_tokens], None if starts is None else starts[starts < n_tokens]
+    return stream_slice(data, starts, 0, n_tokens)
 
 def stream_slice(data: Tensor, starts, a: int, b: int):
     "Tokens `a` to `b` (exclusive) of a stream and the article starts inside them, counted from `a`."
@@ -624,7 +624,7 @@ def run_method(cfg: MethodExp, seed: int, ctx: RunContext) -> dict:
             for h in hist: ctx.log('meta', meta_lr=lr, **h)
             hp = dynamic_evaluate(model, hold[0], dcfg, stats=stats, update=meta_update(learner, F_), articles=hold[1])['ppl'] if hold else None
             cands.append(dict(lr=lr, holdout_ppl=hp, learner=learner, hist=hist, time=t_train))
-        best = min(cands, key=lambda c: c['holdout_ppl'] if c['holdout_ppl'] is not None else 0.)
+        best = min(cands, key=lambda c: c['holdout_ppl'] or 0.)   # one candidate: no held-out score
         learner, hist = best['learner'], best['hist']
         if hold: out.update(meta_lr_grid=list(lrs), meta_lr_holdout_ppl=[c['holdout_ppl'] for c in cands], holdout_tokens=len(hold[0]),
                             meta_tuning_time_s=time.perf_counter() - t_all)
