@@ -570,7 +570,7 @@ def prepare(cfg: PrepExp, seed: int, ctx: RunContext) -> dict:
                 params=sum(p.numel() for p in model.parameters()))
 
 # %% ../nbs/13_meta_dynamic.ipynb #b861e4a7
-METHODS = ('static', 'sgd', 'rms', 'meta1', 'meta2', 'meta3', 'meta3_mlp')   # the rows of the tables
+METHODS = ('static', 'sgd', 'rms', 'rms_free', 'meta1', 'meta2', 'meta3', 'meta3_mlp')   # the rows of the tables
 
 @dataclass
 class MethodExp:
@@ -581,7 +581,7 @@ class MethodExp:
     dyn: DynEvalConfig = field(default_factory=DynEvalConfig.paper)   # 'sgd'/'rms': the base config (segments, batch, λ, ε)
     grid: tuple = (0.5, 1., 2.)        # 'sgd': learning rates; 'rms': multipliers of dyn.lr; the best on the validation prefix wins
     valid_tokens: int = 10_000         # the validation prefix every method tunes or meta-trains on
-    rms_run: str = ''                  # 'meta': the tuned 'rms' run whose constants scale the gates
+    rms_run: str = ''                  # 'meta': the tuned 'rms' (3 levels) or 'rms_free' run whose constants scale the gates
     meta: MetaConfig = field(default_factory=MetaConfig)
     train: MetaTrainConfig = field(default_factory=MetaTrainConfig)
     meta_lrs: tuple = field(default=(), metadata={'key': 'if_set'})       # 'meta': meta-training lrs to choose from (empty: train.lr) ...
@@ -687,10 +687,13 @@ def method_specs(tag: str, lm: Spec, ref: LMRef, scale: str, seed: int) -> dict:
     out = dict(prep=prep, static=run('static', replace(base, method='static')),
                sgd=run('sgd', replace(base, method='sgd', dyn=DynEvalConfig(method='sgd'), grid=sc['sgd_grid'])),
                rms=run('rms', replace(base, method='rms', grid=sc['rms_grid'])))
-    for name, mc in META_VARIANTS.items():
-        if tag == 'ptb' and scale == 'cpu' and name != 'meta3': continue    # cpu budget: on PTB only the 3-level learner the claims read
-        out[name] = run(name, replace(base, method='meta', rms_run=out['rms'].folder, meta=mc, meta_lrs=sc['meta_lrs'],
-                                       holdout_tokens=sc['holdout_tokens']), out['rms'])
+    metas = {k: mc for k, mc in META_VARIANTS.items() if not (tag == 'ptb' and scale == 'cpu' and k != 'meta3')}  # cpu budget: on PTB
+    if any(mc.levels < 3 for mc in metas.values()):                                                              # only the 3-level learner
+        out['rms_free'] = run('rms_free', replace(base, method='rms', dyn=DynEvalConfig.paper(lam=0.), grid=sc['rms_grid']))
+    for name, mc in metas.items():
+        start = out['rms' if mc.levels == 3 else 'rms_free']   # a learner without FLUSH starts from the rule without decay, tuned alike
+        out[name] = run(name, replace(base, method='meta', rms_run=start.folder, meta=mc, meta_lrs=sc['meta_lrs'],
+                                       holdout_tokens=sc['holdout_tokens']), start)
     return out
 
 def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Plan:
@@ -713,8 +716,9 @@ def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Pla
     return Plan('meta_dynamic', scale, parts)
 
 # %% ../nbs/13_meta_dynamic.ipynb #574c0887
-COMPARISONS = (('rms_vs_static_pct', 'rms', 'static'), ('sgd_vs_static_pct', 'sgd', 'static'), ('sgd_vs_rms_pct', 'sgd', 'rms'),
-               ('meta1_vs_rms_pct', 'meta1', 'rms'), ('meta2_vs_rms_pct', 'meta2', 'rms'), ('meta3_vs_rms_pct', 'meta3', 'rms'),
+COMPARISONS = (('rms_vs_static_pct', 'rms', 'static'), ('sgd_vs_static_pct', 'sgd', 'static'), ('sgd_vs_rms_pct', 'sgd', 'rms'), ('rms_free_vs_rms_pct', 'rms_free', 'rms'),
+               ('meta1_vs_rms_pct', 'meta1', 'rms'), ('meta2_vs_rms_pct', 'meta2', 'rms'),
+               ('meta1_vs_rms_free_pct', 'meta1', 'rms_free'), ('meta2_vs_rms_free_pct', 'meta2', 'rms_free'), ('meta3_vs_rms_pct', 'meta3', 'rms'),
                ('meta3_vs_static_pct', 'meta3', 'static'), ('mlp_vs_linear_pct', 'meta3_mlp', 'meta3'))
 
 def by_seed(res, specs) -> dict:
