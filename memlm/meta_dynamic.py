@@ -262,6 +262,8 @@ class MetaTrainConfig:
     first_order: bool = True   # detach the learner's inputs (Andrychowicz et al.); False: exact (no checkpointing)
     checkpoint: bool = True    # recompute segments in the backward pass: memory ∝ unroll, not ∝ every intermediate
     batch_size: int = 1        # parallel streams sharing one θ (the evaluation's batch size)
+    restart_loss: float | None = field(default=None, metadata={'key': 'if_set'})   # after a chunk whose mean loss (nats/token) is above
+                               # this or not finite, θ, the state and the memory restart from θ₀ (the plan: ln |V|, a uniform guess)
 
 def _nll(out, y): return F.nll_loss(out.logp.reshape(-1, out.logp.size(-1)), y.reshape(-1))
 
@@ -372,10 +374,11 @@ def meta_train(model,                      # the trained LM (θ₀ = its weights
                 total, theta, hidden, mem, held = unroll_plain(model, learner, names, theta, hidden, mem, chunk, c, cfg.first_order)
                 total.backward(); total = total.item()
             gnorm = torch.sqrt(sum(p.grad.square().sum() for p in learner.parameters() if p.grad is not None)).item()
-            opt.step(); learner.project()
-            theta, hidden, mem = [t.detach() for t in theta], detach(hidden), detach(mem)
+            if math.isfinite(gnorm): opt.step(); learner.project()       # a non-finite meta-gradient would poison Adam's moments
+            diverged = cfg.restart_loss is not None and not total / len(chunk) <= cfg.restart_loss   # NaN counts as diverged
+            theta, hidden, mem = (c['theta0'], None, {}) if diverged else ([t.detach() for t in theta], detach(hidden), detach(mem))
             hist.append(dict(step=step + 1, meta_loss=total / len(chunk), grad_norm=gnorm, held_mb=held / 2**20,
-                             time_s=time.perf_counter() - t0))
+                             time_s=time.perf_counter() - t0, restarted=diverged))
     model.zero_grad(set_to_none=True)
     return hist
 
@@ -623,13 +626,14 @@ def run_method(cfg: MethodExp, seed: int, ctx: RunContext) -> dict:
             t_train = time.perf_counter() - t0
             for h in hist: ctx.log('meta', meta_lr=lr, **h)
             hp = dynamic_evaluate(model, hold[0], dcfg, stats=stats, update=meta_update(learner, F_), articles=hold[1])['ppl'] if hold else None
-            cands.append(dict(lr=lr, holdout_ppl=hp, learner=learner, hist=hist, time=t_train))
+            cands.append(dict(lr=lr, holdout_ppl=hp, learner=learner, hist=hist, time=t_train, restarts=sum(h['restarted'] for h in hist)))
         best = min(cands, key=lambda c: c['holdout_ppl'] or 0.)   # one candidate: no held-out score
         learner, hist = best['learner'], best['hist']
         if hold: out.update(meta_lr_grid=list(lrs), meta_lr_holdout_ppl=[c['holdout_ppl'] for c in cands], holdout_tokens=len(hold[0]),
+                            meta_lr_restarts=[c['restarts'] for c in cands],
                             meta_tuning_time_s=time.perf_counter() - t_all)
         k = max(1, min(5, len(hist) // 2))
-        out.update(meta_lr=best['lr'], meta_train_time_s=best['time'], meta_steps=len(hist),
+        out.update(meta_lr=best['lr'], meta_train_time_s=best['time'], meta_steps=len(hist), meta_restarts=best['restarts'],
                    meta_loss_first=sum(h['meta_loss'] for h in hist[:k]) / k, meta_loss_last=sum(h['meta_loss'] for h in hist[-k:]) / k,
                    held_mb=max(h['held_mb'] for h in hist), theta_mb=sum(p.numel() * p.element_size() for p in params) / 2**20,
                    unroll=cfg.train.unroll, rss_before_mb=rss0, peak_rss_mb=peak_rss_mb(), learned=learner.summary(), dyn=vars(dcfg))
@@ -693,7 +697,8 @@ def method_specs(tag: str, lm: Spec, ref: LMRef, scale: str, seed: int) -> dict:
     for name, mc in metas.items():
         start = out['rms' if mc.levels == 3 else 'rms_free']   # a learner without FLUSH starts from the rule without decay, tuned alike
         out[name] = run(name, replace(base, method='meta', rms_run=start.folder, meta=mc, meta_lrs=sc['meta_lrs'],
-                                       holdout_tokens=sc['holdout_tokens']), start)
+                                       holdout_tokens=sc['holdout_tokens'],
+                                       train=replace(base.train, restart_loss=math.log(ref.model.vocab_size))), start)
     return out
 
 def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Plan:
