@@ -590,6 +590,8 @@ class MethodExp:
     meta_lrs: tuple = field(default=(), metadata={'key': 'if_set'})       # 'meta': meta-training lrs to choose from (empty: train.lr) ...
     holdout_tokens: int = field(default=0, metadata={'key': 'if_set'})    # ... by perplexity on the validation tokens after the prefix
     save_segments: bool = False        # write every test segment's loss to segments.json (Figure 2)
+    copy_lam: float | None = field(default=None, metadata={'key': 'if_set'})  # 'meta': the λ that scales COPY/FLUSH (a₀ = λ·decrate)
+                                       # when the start run has none (rms_free: λ = 0 would make the COPY gate inert); None: the start run's
 
 def _stats(folder: Path, device) -> tuple[dict, list, dict]:
     s = torch.load(folder/'stats.pt')
@@ -613,6 +615,7 @@ def run_method(cfg: MethodExp, seed: int, ctx: RunContext) -> dict:
                    dyn=vars(dcfg))
     elif cfg.method == 'meta':
         dcfg = DynEvalConfig(**json.loads((ctx.dir.parent/cfg.rms_run/'record.json').read_text())['metrics']['dyn'])
+        if cfg.copy_lam is not None: dcfg = replace(dcfg, lam=cfg.copy_lam)   # only a₀ reads λ: the update is the learner's
         params = [p for p in model.parameters() if p.requires_grad]
         F_ = fisher if cfg.meta.levels == 3 else None
         lrs = tuple(cfg.meta_lrs) or (cfg.train.lr,)
@@ -697,7 +700,7 @@ def method_specs(tag: str, lm: Spec, ref: LMRef, scale: str, seed: int) -> dict:
     for name, mc in metas.items():
         start = out['rms' if mc.levels == 3 else 'rms_free']   # a learner without FLUSH starts from the rule without decay, tuned alike
         out[name] = run(name, replace(base, method='meta', rms_run=start.folder, meta=mc, meta_lrs=sc['meta_lrs'],
-                                       holdout_tokens=sc['holdout_tokens'],
+                                       holdout_tokens=sc['holdout_tokens'], copy_lam=out['rms'].cfg.dyn.lam if mc.levels == 2 else None,
                                        train=replace(base.train, restart_loss=math.log(ref.model.vocab_size))), start)
     return out
 
