@@ -630,7 +630,8 @@ def run_method(cfg: MethodExp, seed: int, ctx: RunContext) -> dict:
             for h in hist: ctx.log('meta', meta_lr=lr, **h)
             hp = dynamic_evaluate(model, hold[0], dcfg, stats=stats, update=meta_update(learner, F_), articles=hold[1])['ppl'] if hold else None
             cands.append(dict(lr=lr, holdout_ppl=hp, learner=learner, hist=hist, time=t_train, restarts=sum(h['restarted'] for h in hist)))
-        best = min(cands, key=lambda c: c['holdout_ppl'] or 0.)   # one candidate: no held-out score
+        score = lambda c: 0. if c['holdout_ppl'] is None else c['holdout_ppl'] if math.isfinite(c['holdout_ppl']) else math.inf
+        best = min(cands, key=score)                     # one candidate: no held-out score; a diverged one (NaN) never wins
         learner, hist = best['learner'], best['hist']
         if hold: out.update(meta_lr_grid=list(lrs), meta_lr_holdout_ppl=[c['holdout_ppl'] for c in cands], holdout_tokens=len(hold[0]),
                             meta_lr_restarts=[c['restarts'] for c in cands],
