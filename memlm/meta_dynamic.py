@@ -375,9 +375,10 @@ def meta_train(model,                      # the trained LM (θ₀ = its weights
                 total.backward(); total = total.item()
             gnorm = torch.sqrt(sum(p.grad.square().sum() for p in learner.parameters() if p.grad is not None)).item()
             if math.isfinite(gnorm): opt.step(); learner.project()       # a non-finite meta-gradient would poison Adam's moments
-            diverged = cfg.restart_loss is not None and not total / len(chunk) <= cfg.restart_loss   # NaN counts as diverged
+            loss = total / len(chunk)
+            diverged = cfg.restart_loss is not None and not loss <= cfg.restart_loss   # NaN counts as diverged
             theta, hidden, mem = (c['theta0'], None, {}) if diverged else ([t.detach() for t in theta], detach(hidden), detach(mem))
-            hist.append(dict(step=step + 1, meta_loss=total / len(chunk), grad_norm=gnorm, held_mb=held / 2**20,
+            hist.append(dict(step=step + 1, meta_loss=loss, grad_norm=gnorm, held_mb=held / 2**20,
                              time_s=time.perf_counter() - t0, restarted=diverged))
     model.zero_grad(set_to_none=True)
     return hist
@@ -630,8 +631,8 @@ def run_method(cfg: MethodExp, seed: int, ctx: RunContext) -> dict:
             for h in hist: ctx.log('meta', meta_lr=lr, **h)
             hp = dynamic_evaluate(model, hold[0], dcfg, stats=stats, update=meta_update(learner, F_), articles=hold[1])['ppl'] if hold else None
             cands.append(dict(lr=lr, holdout_ppl=hp, learner=learner, hist=hist, time=t_train, restarts=sum(h['restarted'] for h in hist)))
-        score = lambda c: 0. if c['holdout_ppl'] is None else c['holdout_ppl'] if math.isfinite(c['holdout_ppl']) else math.inf
-        best = min(cands, key=score)                     # one candidate: no held-out score; a diverged one (NaN) never wins
+        finite = lambda x: x if math.isfinite(x) else math.inf        # a diverged candidate (NaN) never wins
+        best = min(cands, key=lambda c: finite(c['holdout_ppl'])) if hold else cands[0]
         learner, hist = best['learner'], best['hist']
         if hold: out.update(meta_lr_grid=list(lrs), meta_lr_holdout_ppl=[c['holdout_ppl'] for c in cands], holdout_tokens=len(hold[0]),
                             meta_lr_restarts=[c['restarts'] for c in cands],
