@@ -786,7 +786,7 @@ def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Pla
     parts['ptb'] = [Spec(train_ptb, replace(ptbc, kind=k), s, name=f'ptb_{k}', data_id=ptb_id)
                     for k in LAYERS for s in seeds[:pick(scale, smoke=1, cpu=2, default=len(seeds))]]
 
-    nerc = pick(scale, smoke=NERExp(corpus='fixture', hidden=12, word_dim=16, epochs=1, patience=0), cpu=NERExp(epochs=15, patience=5), default=NERExp())
+    nerc = pick(scale, smoke=NERExp(corpus='fixture', hidden=12, word_dim=16, epochs=1, patience=0), cpu=NERExp(epochs=100, patience=10), default=NERExp())
     nerc = replace(nerc, data_path=data_path)
     n_ner = pick(scale, smoke=dict.fromkeys(LAYERS, 1), cpu={**dict.fromkeys(LAYERS, 1), 'lstm': 2, 'dynamic': 2}, default=dict.fromkeys(LAYERS, len(seeds)))
     parts['ner'] = [Spec(train_ner, replace(nerc, kind=k), s, name=f'ner_{k}', data_id=data_identity(nerc.corpus))
@@ -802,7 +802,7 @@ def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Pla
     f4 = {row: number(21, row, s0) for row in LONG}
     fig4 = Spec(fig4_grad_norms, Fig4Exp(models={r: s.cfg for r, s in f4.items()}, runs={r: s.folder for r, s in f4.items()}),
                 s0, name='fig4_grad_norms', needs=tuple(f4.values()))
-    f5 = pick(scale, smoke=dict(n=None, epochs=1, lams=(0.5, 1.0), Ks=(2, 10)), cpu=dict(n=20_000, epochs=20, lams=(0.25, 0.5, 0.75, 1.0), Ks=(1, 3, 5, 10)),
+    f5 = pick(scale, smoke=dict(n=None, epochs=1, lams=(0.5, 1.0), Ks=(2, 10)), cpu=dict(n=20_000, epochs=base.epochs, lams=(0.25, 0.5, 0.75, 1.0), Ks=(1, 3, 5, 10)),
               default=dict(n=None, epochs=base.epochs, lams=(0.25, 0.5, 0.75, 1.0), Ks=(1, 3, 5, 10)))
     fig5 = [number(11, 'dynamic_lam0.5', s0, name=f'fig5_lam{lam}_K{K}', lam=lam, K=K, n_train=f5['n'], epochs=f5['epochs'])
             for lam, K in [(lam, 10) for lam in f5['lams']] + [(0.5, K) for K in f5['Ks']]]
