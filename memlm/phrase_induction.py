@@ -287,6 +287,7 @@ from .train import TrainConfig, LMTask, load_model
 from .evaluate import evaluate
 from .experiment import Spec, Plan, RunContext, data_identity, mean_sd, paired_diff, best_checkpoint
 from .registry import pick
+from .awd_lstm import awd_configs
 
 @dataclass
 class PILMExp:
@@ -418,26 +419,32 @@ def pilm_config(scale: str, corpus: str = 'ptb', data_path: str | None = None) -
     "The full model (AWD-LSTM + phrase induction) at `scale` on `corpus` ('ptb' or 'wikitext-2'; smoke: synthetic)."
     corpus = pick(scale, smoke='synthetic', default=corpus)
     wt2, V = corpus == 'wikitext-2', VOCAB[corpus]
-    model = pick(scale, smoke=AWDLSTMConfig.tiny(V, nlayers=3, emsize=32, nhid=64), cpu=AWDLSTMConfig.awd_cpu(vocab_size=V, nlayers=3, emsize=100, nhid=200),
+    if scale == 'cpu':   # the core's cpu-scale AWD-LSTM and its training recipe, unchanged (see Scales)
+        core = awd_configs('cpu', data_path)[0]
+        return PILMExp(corpus='ptb', model=core.model, phrase=PhraseConfig(), train=core.train, val_batch_size=core.val_batch_size,
+                       test_batch_size=core.test_batch_size, eval_bptt=core.eval_bptt, data_path=data_path)
+    model = pick(scale, smoke=AWDLSTMConfig.tiny(V, nlayers=3, emsize=32, nhid=64),
                  default=(AWDLSTMConfig.awd_wt2 if wt2 else AWDLSTMConfig.awd_ptb)(vocab_size=V))
     train = TrainConfig(optimizer='sgd', lr=30., clip=0.25, weight_decay=1.2e-6,
-                        batch_size=pick(scale, smoke=16, cpu=10, default=60 if wt2 else 20), bptt=pick(scale, smoke=20, cpu=35, default=70),
-                        variable_bptt=True, alpha=2., beta=1., nt_asgd=True, nonmono=pick(scale, cpu=2, default=5),
-                        patience=pick(scale, cpu=3, default=None), epochs=pick(scale, smoke=2, cpu=30, gpu=60, paper=800),
+                        batch_size=pick(scale, smoke=16, default=60 if wt2 else 20), bptt=pick(scale, smoke=20, default=70),
+                        variable_bptt=True, alpha=2., beta=1., nt_asgd=True, nonmono=5,
+                        epochs=pick(scale, smoke=2, gpu=60, paper=800),
                         max_steps_per_epoch=pick(scale, smoke=100, default=None), eval_batch_size=10, progress=False,
                         log_interval=pick(scale, smoke=10, default=100))
-    return PILMExp(corpus=corpus, train_tokens=pick(scale, cpu=200_000, default=None), model=model, phrase=PhraseConfig(),
+    return PILMExp(corpus=corpus, model=model, phrase=PhraseConfig(),
                    train=train, val_batch_size=10, test_batch_size=1, eval_bptt=pick(scale, smoke=20, default=70), data_path=data_path)
 
 def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Plan:
     "The runs of every part at `scale`."
+    abl_seeds = seeds[:1] if scale == 'cpu' else seeds   # cpu: the ablation rows run one seed (see Scales)
     def lm_rows(corpus, names, ft_names=()):
         full = pilm_config(scale, corpus, data_path)
         did = data_identity(full.corpus)
         cfgs = {k: replace(full, phrase=variant(k, full.phrase)) for k in ROWS}
-        runs = {k: [Spec(train_pilm, cfgs[k], s, name=k, data_id=did) for s in seeds] for k in names}
-        ft = pick(scale, smoke=1, cpu=10, gpu=40, paper=500)
-        for k in ft_names:
+        runs = {k: [Spec(train_pilm, cfgs[k], s, name=k, data_id=did) for s in (seeds if k in ('baseline', 'full') else abl_seeds)]
+                for k in names}
+        ft = pick(scale, smoke=1, gpu=40, paper=500, default=0)
+        for k in ft_names if ft else ():
             runs[f'{k}_ft'] = [Spec(train_pilm, replace(cfgs[k], finetune_epochs=ft), r.seed, name=f'{k}_ft', data_id=did, extends=r)
                                for r in runs.get(k) or [Spec(train_pilm, cfgs[k], s, name=k, data_id=did) for s in seeds]]
         return runs, cfgs['full'], did
@@ -455,7 +462,7 @@ def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Pla
     return Plan('phrase_induction', scale, {
         'table1': ptb['baseline'] + ptb['full'],
         'ablations': ptb['no_ns'] + ptb['no_attention'],
-        'finetune': ptb['baseline_ft'] + ptb['full_ft'],
+        'finetune': ptb.get('baseline_ft', []) + ptb.get('full_ft', []),
         'figures': [Spec(phrase_figures, fig, seeds[0], name='figures', data_id=did, needs=(ptb['full'][0],))],
         'wt2': [s for v in wt2.values() for s in v],
         'transformer': pick(scale, smoke=[Spec(train_transformer, replace(tcfg, phrase=variant(k, tcfg.phrase)), s, name=k)
