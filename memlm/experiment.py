@@ -100,6 +100,8 @@ class Spec:
     data_id: str | None = None       # identity of data the config does not pin (e.g. corpus checksums)
     extends: Spec | None = None      # start from this run's last checkpoint (the same training, a longer budget)
     needs: tuple = ()                # runs that must finish first (e.g. the model this run evaluates); not part of the key
+    home: str | None = None          # the paper whose runs folder holds the run when another plan owns it (a shared baseline); not part of the key
+    label: str = ''                  # its row in this plan's tables (default: `name`); not part of the key
     def __post_init__(self):
         if not callable(self.fn) or '<locals>' in self.fn.__qualname__ or self.fn.__name__ == '<lambda>':
             raise TypeError(f'{self.fn!r}: an experiment function must be a module-level function (worker processes import it)')
@@ -108,6 +110,8 @@ class Spec:
     def key(self) -> str: return content_key(fn_name(self.fn), key_dict(self.cfg), self.seed, self.data_id)
     @property
     def folder(self) -> str: return f'{self.name}-s{self.seed}-{self.key}'
+    @property
+    def row(self) -> str: return self.label or self.name
     def __repr__(self): return f'Spec({self.folder})'
 
 # %% ../nbs/05_experiment.ipynb #f7299d36
@@ -249,7 +253,7 @@ class Results(dict):
         "The finished runs' metrics grouped by run name (a table's rows; the seeds are the list)."
         out = {}
         for s in specs:
-            if self.done(s): out.setdefault(s.name, []).append(self[s]['metrics'])
+            if self.done(s): out.setdefault(s.row, []).append(self[s]['metrics'])
         return out
     def seeds(self, specs: list[Spec]) -> dict[int, dict]:
         "The finished runs' metrics by seed (the specs of one table row)."
@@ -258,7 +262,7 @@ class Results(dict):
         "The finished runs' metrics by run name, then seed: what `paired_diff` compares."
         out = {}
         for s in specs:
-            if self.done(s): out.setdefault(s.name, {})[s.seed] = self[s]['metrics']
+            if self.done(s): out.setdefault(s.row, {})[s.seed] = self[s]['metrics']
         return out
     def table_metrics(self, specs: list[Spec], keys=None) -> dict:
         "`row_metrics` of every name among `specs`: what an aggregated record holds."
@@ -291,11 +295,16 @@ class Plan:
         if bad: raise ValueError(f"unknown part(s) {', '.join(map(repr, bad))}; valid parts: {', '.join(self.parts)}")
         out = {}
         def add(s):
+            if s.extends is not None and s.extends.home != s.home: raise ValueError(f'{s.folder} extends {s.extends.folder}, which lives in another home')
             for r in _requires(s): add(r)
             out.setdefault(s.folder, s)
         for p in parts:
             for s in self.parts[p]: add(s)
         return list(out.values())
+
+    def dir(self, s: Spec) -> Path:
+        "The folder of run `s`: in this plan's runs folder, or in its home paper's (`<scale>/<home>/runs`, beside this plan's)."
+        return (self.root if not s.home or s.home == self.paper else self.root.parent.parent/s.home/'runs')/s.folder
 
     def run(self, parts=None, *, workers: int = 1, time_limit_s: float | None = None, rerun: bool = False,
             device=None, margin_s: float | None = None, progress: bool = True) -> Results:
@@ -309,14 +318,14 @@ class Plan:
         records, remaining = {}, []
         todo = []
         for s in specs:
-            rec = load_record(self.root/s.folder)
+            rec = load_record(self.dir(s))
             if rec is not None and rec['status'] == 'done' and not rerun: records[s.folder] = rec
             else: todo.append(s)
         if progress and todo: print(f'{self.paper} ({self.scale}): {len(specs) - len(todo)} of {len(specs)} runs cached, {len(todo)} to run')
         if workers <= 1 or len(todo) <= 1:
             for s in todo:
                 if deadline is not None and time.time() >= deadline or not _ready(s, records): remaining.append(s); continue
-                records[s.folder] = execute(s, self.root, deadline=deadline, rerun=rerun, device=device)
+                records[s.folder] = execute(s, self.dir(s).parent, deadline=deadline, rerun=rerun, device=device)
                 if progress: print(_run_line(records[s.folder], s))
         else:
             local = sorted({fn_name(s.fn) for s in todo if s.fn.__module__ == '__main__'})
@@ -330,7 +339,7 @@ class Plan:
                     for i, s in enumerate(wave):
                         if deadline is not None and time.time() >= deadline or not _ready(s, records): remaining.append(s); continue
                         dev = f'cuda:{i % ngpu}' if ngpu else device
-                        futs[ex.submit(_worker_run, s, str(self.root), deadline, rerun, dev)] = s
+                        futs[ex.submit(_worker_run, s, str(self.dir(s).parent), deadline, rerun, dev)] = s
                     for f in as_completed(futs):
                         s = futs[f]; records[s.folder] = f.result()
                         if progress: print(_run_line(records[s.folder], s))
