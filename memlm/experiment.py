@@ -6,7 +6,7 @@
 from __future__ import annotations
 import csv, hashlib, json, math, multiprocessing as mp, os, shutil, statistics, time, traceback
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from dataclasses import dataclass, field, fields, is_dataclass, asdict
+from dataclasses import dataclass, field, fields, is_dataclass, asdict, replace
 from pathlib import Path
 from typing import Any, Callable
 import torch
@@ -16,7 +16,7 @@ from .train import fit, TimeLimitReached
 
 # %% auto #0
 __all__ = ['CLAIM_COLUMNS', 'VERDICTS', 'NotebookParams', 'snapshot', 'read_params', 'fn_name', 'config_dict', 'key_dict',
-           'content_key', 'data_identity', 'Spec', 'stop_reason', 'fit_summary', 'RunContext', 'ToyConfig',
+           'content_key', 'data_identity', 'Spec', 'borrow', 'stop_reason', 'fit_summary', 'RunContext', 'ToyConfig',
            'toy_regression', 'runs_dir', 'best_checkpoint', 'load_record', 'execute', 'Results', 'Plan', 'mean_sd',
            'aggregate', 'paired_diff', 'row_metrics', 'fmt_ms', 'read_claims', 'check_expect', 'verdict', 'claim_value',
            'trained_at', 'summary_rows', 'summary_markdown', 'paper_status', 'write_summary', 'unrecorded_claims',
@@ -113,6 +113,11 @@ class Spec:
     @property
     def row(self) -> str: return self.label or self.name
     def __repr__(self): return f'Spec({self.folder})'
+
+def borrow(spec: Spec, home: str, label: str = '') -> Spec:
+    "`spec` as another paper's plan lists it: run in (and read from) `home`'s runs folder, shown as `label`; what it needs or extends, too."
+    return replace(spec, home=home, label=label, extends=borrow(spec.extends, home) if spec.extends is not None else None,
+                   needs=tuple(borrow(r, home) for r in spec.needs))
 
 # %% ../nbs/05_experiment.ipynb #f7299d36
 def stop_reason(hist: list[dict], epochs: int) -> str:

@@ -285,7 +285,7 @@ from .data import lm_corpus
 from .models import AWDLSTM, AWDLSTMConfig, throughput
 from .train import TrainConfig, LMTask, load_model
 from .evaluate import evaluate
-from .experiment import Spec, Plan, RunContext, data_identity, mean_sd, paired_diff, best_checkpoint
+from .experiment import Spec, borrow, Plan, RunContext, data_identity, mean_sd, paired_diff, best_checkpoint
 from .registry import pick
 from .awd_lstm import awd_configs
 import memlm.awd_lstm as core
@@ -445,7 +445,7 @@ def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Pla
         runs = {k: [Spec(train_pilm, cfgs[k], s, name=k, data_id=did) for s in (seeds if k in ('baseline', 'full') else abl_seeds)]
                 for k in names}
         if scale == 'cpu':   # the baseline is the core's cpu AWD-LSTM: its runs, shared with `09_awd_lstm` (same config, same folders)
-            runs['baseline'] = [replace(s, home='awd_lstm', label='baseline') for s in core.make_plan('cpu', seeds, data_path).parts['lm']]
+            runs['baseline'] = [borrow(s, 'awd_lstm', 'baseline') for s in core.make_plan('cpu', seeds, data_path).parts['lm']]
         ft = pick(scale, smoke=1, gpu=40, paper=500, default=0)
         for k in ft_names if ft else ():
             runs[f'{k}_ft'] = [Spec(train_pilm, replace(cfgs[k], finetune_epochs=ft), r.seed, name=f'{k}_ft', data_id=did, extends=r)

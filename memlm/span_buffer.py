@@ -326,8 +326,10 @@ def attention_snapshot(model: SpanBufferLM, data: Tensor, itos: list, bptt: int 
 import json
 from dataclasses import asdict
 from pathlib import Path
-from .experiment import Spec, Plan, RunContext, data_identity, load_record, best_checkpoint
+from .experiment import Spec, borrow, Plan, RunContext, data_identity, load_record, best_checkpoint
 from .registry import pick
+from .awd_lstm import awd_configs
+import memlm.awd_lstm as core
 
 @dataclass(frozen=True)
 class SynthConfig:
@@ -512,7 +514,9 @@ def _train_cfg(scale: str, mos: bool = False) -> TrainConfig:
     common = dict(weight_decay=1.2e-6, clip=0.25, variable_bptt=True, alpha=2., beta=1., eval_batch_size=10, progress=False,
                   log_interval=pick(scale, smoke=5, default=100))
     if scale == 'smoke': return TrainConfig(optimizer='adam', lr=2e-2, batch_size=16, bptt=20, epochs=2, max_steps_per_epoch=8, **common)
-    if scale == 'cpu': return TrainConfig(optimizer='adam', lr=5e-3, batch_size=20, bptt=35, epochs=5, lr_decay=4., lr_decay_start=2, patience=1, **common)
+    if scale == 'cpu':   # the core's cpu recipe (09_awd_lstm), unchanged; MoS at the MoS paper's lr 20
+        t = awd_configs('cpu')[0].train
+        return replace(t, lr=20.) if mos else t
     return TrainConfig(optimizer='sgd', lr=20. if mos else 30., batch_size=12 if mos else 20, bptt=70, max_bptt=90 if mos else None,
                        nt_asgd=True, nonmono=5, epochs=60 if scale == 'gpu' else (1000 if mos else 500), **common)
 
@@ -528,8 +532,8 @@ def lm_configs(scale: str, corpus: str = 'ptb', data_path: str | None = None) ->
     else:
         synth = None
         if scale == 'cpu':
-            kw = dict(nlayers=2, emsize=128, nhid=256, dropout=0.2, dropouth=0.1, dropouti=0.2, dropoute=0.05, wdrop=0.2)
-            soft, mos = AWDLSTMConfig.awd_cpu(**kw), AWDLSTMConfig.awd_cpu(**kw, nhidlast=128, n_experts=3, dropoutl=0.1)
+            soft = awd_configs('cpu')[0].model                   # the core's cpu AWD-LSTM (2 layers 200 -> 400 -> 200)
+            mos = AWDLSTMConfig.mos_cpu(vocab_size=soft.vocab_size, nlayers=soft.nlayers, n_experts=3)
             snb = SNBConfig(span_len=8, buffer_size=512, attn_size=64)
         else:
             soft, mos = (AWDLSTMConfig.awd_wt2(), AWDLSTMConfig.mos_wt2()) if wt2 else (AWDLSTMConfig.awd_ptb(), AWDLSTMConfig.mos_ptb())
@@ -554,6 +558,11 @@ def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Pla
     mos_seeds = seeds[:1] if scale == 'cpu' else seeds
     cfgs = lm_configs(scale, 'ptb', data_path)
     lms = _lm_specs(cfgs, seeds, mos_seeds)
+    if scale == 'cpu':   # the base rows are the core's cpu AWD-LSTM runs and their dynamic evaluation: shared with 09_awd_lstm
+        cp = core.make_plan('cpu', seeds, data_path)
+        lms['awd'] = [borrow(s, 'awd_lstm', 'awd') for s in cp.parts['lm']]
+        des = [borrow(s, 'awd_lstm', 'awd_de') for s in cp.parts['dynamic_eval']] + _de_specs({k: v for k, v in lms.items() if k != 'awd'}, scale)
+    else: des = _de_specs(lms, scale)
     main, did = lms['awd_snb'][0], lms['awd_snb'][0].data_id
     snb = cfgs['awd_snb'].snb
     abl = {'no_anneal_train': dict(train_temp=1.), 'no_reward': dict(eta=0.), 'no_rnn_minus': dict(rnn_minus=False)}
@@ -582,6 +591,6 @@ def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Pla
                        threads=pick(scale, cpu=1, default=None), corpus=cfgs['awd'].corpus, synth=cfgs['awd'].synth, data_path=data_path,
                        grad_batches=pick(scale, smoke=2, default=8))
     return Plan('span_buffer', scale, {
-        'lm': [s for v in lms.values() for s in v], 'dynamic_eval': _de_specs(lms, scale), 'ablations': ablations, 'sweep': sweep,
+        'lm': [s for v in lms.values() for s in v], 'dynamic_eval': des, 'ablations': ablations, 'sweep': sweep,
         'synthetic': syn, 'wt2': [s for v in wt2.values() for s in v] + _de_specs(wt2, scale, ''), 'figures': [fig5],
         'throughput': [Spec(snb_throughput, tp, seeds[0], name='throughput', data_id=data_identity(cfgs['awd'].corpus))]})
