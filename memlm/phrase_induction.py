@@ -287,7 +287,6 @@ from .train import TrainConfig, LMTask, load_model
 from .evaluate import evaluate
 from .experiment import Spec, borrow, Plan, RunContext, data_identity, mean_sd, paired_diff, best_checkpoint
 from .registry import pick
-from .awd_lstm import awd_configs
 import memlm.awd_lstm as core
 
 @dataclass
@@ -421,9 +420,9 @@ def pilm_config(scale: str, corpus: str = 'ptb', data_path: str | None = None) -
     corpus = pick(scale, smoke='synthetic', default=corpus)
     wt2, V = corpus == 'wikitext-2', VOCAB[corpus]
     if scale == 'cpu':   # the core's cpu-scale AWD-LSTM and its training recipe, unchanged (see Scales)
-        core = awd_configs('cpu', data_path)[0]
-        return PILMExp(corpus='ptb', model=core.model, phrase=PhraseConfig(), train=core.train, val_batch_size=core.val_batch_size,
-                       test_batch_size=core.test_batch_size, eval_bptt=core.eval_bptt, data_path=data_path)
+        c = core.awd_configs('cpu', data_path)[0]
+        return PILMExp(corpus='ptb', model=c.model, phrase=PhraseConfig(), train=c.train, val_batch_size=c.val_batch_size,
+                       test_batch_size=c.test_batch_size, eval_bptt=c.eval_bptt, data_path=data_path)
     model = pick(scale, smoke=AWDLSTMConfig.tiny(V, nlayers=3, emsize=32, nhid=64),
                  default=(AWDLSTMConfig.awd_wt2 if wt2 else AWDLSTMConfig.awd_ptb)(vocab_size=V))
     train = TrainConfig(optimizer='sgd', lr=30., clip=0.25, weight_decay=1.2e-6,

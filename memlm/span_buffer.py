@@ -328,7 +328,6 @@ from dataclasses import asdict
 from pathlib import Path
 from .experiment import Spec, borrow, Plan, RunContext, data_identity, load_record, best_checkpoint
 from .registry import pick
-from .awd_lstm import awd_configs
 import memlm.awd_lstm as core
 
 @dataclass(frozen=True)
@@ -515,7 +514,7 @@ def _train_cfg(scale: str, mos: bool = False) -> TrainConfig:
                   log_interval=pick(scale, smoke=5, default=100))
     if scale == 'smoke': return TrainConfig(optimizer='adam', lr=2e-2, batch_size=16, bptt=20, epochs=2, max_steps_per_epoch=8, **common)
     if scale == 'cpu':   # the core's cpu recipe (09_awd_lstm), unchanged; MoS at the MoS paper's lr 20
-        t = awd_configs('cpu')[0].train
+        t = core.awd_configs('cpu')[0].train
         return replace(t, lr=20.) if mos else t
     return TrainConfig(optimizer='sgd', lr=20. if mos else 30., batch_size=12 if mos else 20, bptt=70, max_bptt=90 if mos else None,
                        nt_asgd=True, nonmono=5, epochs=60 if scale == 'gpu' else (1000 if mos else 500), **common)
@@ -532,7 +531,7 @@ def lm_configs(scale: str, corpus: str = 'ptb', data_path: str | None = None) ->
     else:
         synth = None
         if scale == 'cpu':
-            soft = awd_configs('cpu')[0].model                   # the core's cpu AWD-LSTM (2 layers 200 -> 400 -> 200)
+            soft = core.awd_configs('cpu')[0].model                   # the core's cpu AWD-LSTM (2 layers 200 -> 400 -> 200)
             mos = AWDLSTMConfig.mos_cpu(vocab_size=soft.vocab_size, nlayers=soft.nlayers, n_experts=3)
             snb = SNBConfig(span_len=8, buffer_size=512, attn_size=64)
         else:
