@@ -19,8 +19,8 @@ __all__ = ['CLAIM_COLUMNS', 'VERDICTS', 'NotebookParams', 'snapshot', 'read_para
            'content_key', 'data_identity', 'Spec', 'borrow', 'stop_reason', 'fit_summary', 'RunContext', 'ToyConfig',
            'toy_regression', 'runs_dir', 'best_checkpoint', 'load_record', 'execute', 'Results', 'Plan', 'mean_sd',
            'aggregate', 'paired_diff', 'row_metrics', 'fmt_ms', 'read_claims', 'check_expect', 'verdict', 'claim_value',
-           'trained_at', 'summary_rows', 'summary_markdown', 'paper_status', 'write_summary', 'unrecorded_claims',
-           'global_reads', 'adopt']
+           'run_lists', 'trained_at', 'summary_rows', 'summary_markdown', 'paper_status', 'write_summary',
+           'unrecorded_claims', 'global_reads', 'adopt']
 
 # %% ../nbs/05_experiment.ipynb #3edf2536
 @dataclass
@@ -462,15 +462,22 @@ def verdict(ours: float | None, paper: float | None, expect: str, tol: float | N
 
 # %% ../nbs/05_experiment.ipynb #1f11fdd3
 def claim_value(c: dict, scales=('paper', 'gpu', 'cpu')) -> dict | None:
-    "Ours for claim `c` at the largest scale with a value: value, sd, n, scale, commit; None when not run."
-    for s in scales:
-        p = results_dir()/s/c['paper']/f"{c['result']}.json"
-        if not p.exists(): continue
-        rec = json.loads(p.read_text()); m = rec.get('metrics', {})
-        v = m.get(c['key'])
-        if v is None or isinstance(v, str): continue
-        return dict(value=float(v), sd=m.get(f"{c['key']}_std"), n=m.get(f"{c['key']}_n"), scale=s, commit=trained_at(rec, p.parent))
+    "Ours for claim `c` at the largest scale with a complete record (else a partial one): value, sd, n, scale, partial, commit; None when not run."
+    for complete in (True, False):
+        for s in scales:
+            p = results_dir()/s/c['paper']/f"{c['result']}.json"
+            if not p.exists(): continue
+            rec = json.loads(p.read_text()); m = rec.get('metrics', {})
+            if bool(rec.get('missing')) == complete: continue      # `missing`: some of its runs are unfinished
+            v = m.get(c['key'])
+            if v is None or isinstance(v, str): continue
+            return dict(value=float(v), sd=m.get(f"{c['key']}_std"), n=m.get(f"{c['key']}_n"), scale=s, partial=not complete,
+                        commit=trained_at(rec, p.parent))
     return None
+
+def run_lists(res: 'Results', specs: list[Spec]) -> dict:
+    "`runs` (finished) and `missing` (unfinished) folders of `specs`, for `Experiment.record(..., **run_lists(res, specs))`."
+    return dict(runs=[s.folder for s in specs if res.done(s)], missing=[s.folder for s in specs if not res.done(s)])
 
 def trained_at(rec: dict, paper_dir: Path) -> str:
     "The commits that trained the runs behind an aggregated record (its own commit when it names no runs)."
@@ -487,7 +494,8 @@ def summary_rows(scales=('paper', 'gpu', 'cpu')) -> list[dict]:
         v = verdict(o and o['value'], pv, c['expect'], tol, o and o['sd'])
         ours = None
         if o:
-            ours = _fmt(o['value']) + (f" ± {_fmt(o['sd'])}" if o['sd'] else '') + (f" (n={o['n']}, {o['scale']})" if o['n'] else f" ({o['scale']})")
+            where = o['scale'] + (', partial' if o['partial'] else '')
+            ours = _fmt(o['value']) + (f" ± {_fmt(o['sd'])}" if o['sd'] else '') + (f" (n={o['n']}, {where})" if o['n'] else f" ({where})")
         out.append(dict(paper=c['paper'], claim=c['claim'], paper_value=_fmt(pv) if pv is not None else '–', ours=ours or '–',
                         verdict=v, why=c['note'] if o else '', commit=o['commit'] if o else '', scale=o['scale'] if o else ''))
     return out
