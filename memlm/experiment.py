@@ -19,7 +19,7 @@ __all__ = ['CLAIM_COLUMNS', 'VERDICTS', 'NotebookParams', 'snapshot', 'read_para
            'content_key', 'data_identity', 'Spec', 'borrow', 'stop_reason', 'fit_summary', 'RunContext', 'ToyConfig',
            'toy_regression', 'runs_dir', 'best_checkpoint', 'load_record', 'execute', 'Results', 'Plan', 'mean_sd',
            'aggregate', 'paired_diff', 'row_metrics', 'fmt_ms', 'read_claims', 'check_expect', 'verdict', 'claim_value',
-           'run_lists', 'trained_at', 'summary_rows', 'summary_markdown', 'paper_status', 'write_summary',
+           'run_lists', 'trained_at', 'claim_note', 'summary_rows', 'summary_markdown', 'paper_status', 'write_summary',
            'unrecorded_claims', 'global_reads', 'adopt']
 
 # %% ../nbs/05_experiment.ipynb #3edf2536
@@ -485,6 +485,11 @@ def trained_at(rec: dict, paper_dir: Path) -> str:
              if f.exists()] or [rec.get('provenance', {})]
     return ', '.join(dict.fromkeys((p.get('commit') or '?')[:8] + ('+dirty' if p.get('dirty') else '') for p in provs))
 
+def claim_note(c: dict, scale: str) -> str:
+    "The note of claim `c` for a value at `scale`: `note_<scale>` if the CSV has it, the cpu `note` at cpu (and smoke) scale."
+    if c.get(f'note_{scale}'): return c[f'note_{scale}']
+    return c['note'] if scale in ('cpu', 'smoke') else f'({scale} scale: no note yet)'
+
 def summary_rows(scales=('paper', 'gpu', 'cpu')) -> list[dict]:
     "One row per claim with the paper's value, ours, the verdict and why."
     out = []
@@ -497,7 +502,7 @@ def summary_rows(scales=('paper', 'gpu', 'cpu')) -> list[dict]:
             where = o['scale'] + (', partial' if o['partial'] else '')
             ours = _fmt(o['value']) + (f" ± {_fmt(o['sd'])}" if o['sd'] else '') + (f" (n={o['n']}, {where})" if o['n'] else f" ({where})")
         out.append(dict(paper=c['paper'], claim=c['claim'], paper_value=_fmt(pv) if pv is not None else '–', ours=ours or '–',
-                        verdict=v, why=c['note'] if o else '', commit=o['commit'] if o else '', scale=o['scale'] if o else ''))
+                        verdict=v, why=claim_note(c, o['scale']) if o else '', commit=o['commit'] if o else '', scale=o['scale'] if o else ''))
     return out
 
 def summary_markdown(scales=('paper', 'gpu', 'cpu')) -> str:
