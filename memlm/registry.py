@@ -163,7 +163,7 @@ def _table(self: Experiment, rows: list[dict], name: str, columns: list[str] | N
     "Write `rows` as markdown to `results/<scale>/<paper>/<name>.md` (with a provenance footer) and return it."
     md = (f'**{caption}**\n\n' if caption else '') + markdown_table(rows, columns, digits)
     p = provenance(self.device)
-    foot = f"\n_scale {self.scale}; seeds {self.seeds}; commit {(p['commit'] or '?')[:10]}{'+dirty' if p['dirty'] else ''}; {p['device']}; {p['date']}_\n"
+    foot = f"\n_scale {self.scale}; seeds {self.seeds}; rendered at commit {(p['commit'] or '?')[:10]}{'+dirty' if p['dirty'] else ''} on {p['device']}, {p['date']}; where each run trained: its record.json_\n"
     self.out.mkdir(parents=True, exist_ok=True)
     (self.out/f'{name}.md').write_text(md + foot)
     return md
