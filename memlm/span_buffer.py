@@ -10,7 +10,7 @@ from typing import NamedTuple
 import torch
 import torch.nn.functional as F
 from torch import nn, Tensor
-from .models import AWDLSTM, AWDLSTMConfig, LMOutput, detach, eval_mode, locked_dropout, throughput, LMStep
+from .models import AWDLSTM, AWDLSTMConfig, LMOutput, detach, eval_mode, locked_dropout, throughput, LMStep, target_nll
 from .data import batchify, load_corpus, synthetic_corpus
 from .train import TrainConfig, LMTask, lm_loss, load_model
 from .evaluate import evaluate, lm_windows, dynamic_evaluate, DynEvalConfig, gradient_stats, model_device
@@ -199,6 +199,7 @@ class SpanBufferLM(nn.Module):
     def forward(self, x: Tensor,                 # [T, n] word ids
                 hidden: SNBState | None = None,  # None: a fresh stream (empty buffer)
                 reset: Tensor | None = None,     # [T, n]: a new stream starts at these positions (empties the buffer only)
+                targets: Tensor | None = None,   # [T, n] next words: in training, return log p~ of these alone (the loss needs no more)
                ) -> LMOutput:
         c = self.snb
         st = self.init_hidden(x.shape[1]) if hidden is None else hidden
@@ -212,7 +213,12 @@ class SpanBufferLM(nn.Module):
         log_q = F.log_softmax(F.linear(xi, dec.weight, dec.bias if c.q_bias else None), -1)   # Eq. 8
         g, has = self.gate(h), valid.any(-1)
         self.aux = SNBAux(out.logp, log_q, g, has, alpha.detach() if self.record_attn else None)
-        logp = mix(out.logp, log_q, g, has, 'gate', c.train_temp) if self.training else mix(out.logp, log_q, g, has, c.policy, c.eval_temp)
+        if self.training and targets is not None:                                     # Eq. 9 at the next word only: [T, n]
+            log_lam, log_1m_lam = gate_logprobs(g, has, c.train_temp)
+            lp, lq = (t.gather(-1, targets[..., None])[..., 0] for t in (out.logp, log_q))
+            logp = torch.logaddexp(log_1m_lam + lp, log_lam + lq)
+        elif self.training: logp = mix(out.logp, log_q, g, has, 'gate', c.train_temp)
+        else: logp = mix(out.logp, log_q, g, has, c.policy, c.eval_temp)
         return LMOutput(logp, SNBState(out.hidden, mem, count), out.raw_outputs, out.outputs)
 
 @contextlib.contextmanager

@@ -13,7 +13,7 @@ import torch, torch.nn.functional as F
 from torch.optim.swa_utils import AveragedModel
 from tqdm import tqdm
 from .data import batchify, bptt_batches
-from .models import detach, eval_mode
+from .models import detach, eval_mode, lm_forward, target_nll
 from .evaluate import evaluate, model_device
 
 # %% auto #0
@@ -80,7 +80,7 @@ def partial_shuffle(source: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
 
 def lm_loss(out, y: torch.Tensor, alpha: float = 0., beta: float = 0.):
     "NLL of `y` under `out.logp`, and the loss with AR (dropped last layer) and TAR (raw last layer) added."
-    nll = F.nll_loss(out.logp.reshape(-1, out.logp.size(-1)), y.reshape(-1))
+    nll = target_nll(out.logp, y)               # `logp` [T, B, V], or the targets' entries alone [T, B] (the contract)
     loss = nll
     if alpha: loss = loss + alpha * out.outputs[-1].pow(2).mean()
     if beta and out.raw_outputs[-1].size(0) > 1:  # a one-step window (end of the stream) has no pair
@@ -132,7 +132,7 @@ class LMTask:
     def loss(self, model, batch):
         "`(loss, out, nll, n)`: regularised loss, model output, plain NLL and number of targets."
         x, y, *reset = batch
-        out = model(x, self.hidden, reset=reset[0]) if reset else model(x, self.hidden)
+        out = lm_forward(model, x, self.hidden, reset[0] if reset else None, targets=y)
         self.hidden = detach(out.hidden)
         loss, nll = lm_loss(out, y, self.cfg.alpha, self.cfg.beta)
         return loss, out, nll, y.numel()
