@@ -4,7 +4,7 @@
 
 # %% ../nbs/10_span_buffer.ipynb #8d218e75
 from __future__ import annotations
-import contextlib, functools, math
+import contextlib, copy, functools, math
 from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 import torch
@@ -20,7 +20,8 @@ __all__ = ['POLICIES', 'PARTS', 'SNBConfig', 'span_diffs', 'slot_index', 'slot_m
            'interpolate', 'mix', 'SNBState', 'SNBAux', 'SpanBufferLM', 'snb_settings', 'intrinsic_reward',
            'snb_extra_loss', 'SNBTask', 'snb_evaluate', 'attention_snapshot', 'SynthConfig', 'lm_corpus', 'SNBExp',
            'build_lm', 'train_lm', 'trained_lm', 'DynEvalExp', 'dyneval_lm', 'SnapshotExp', 'snapshot_lm',
-           'MixtureFloorLM', 'ThroughputExp', 'reward_grad_ratio', 'snb_throughput', 'lm_configs', 'make_plan']
+           'MixtureFloorLM', 'WholeMixtureLM', 'ThroughputExp', 'reward_grad_ratio', 'snb_throughput', 'lm_configs',
+           'make_plan']
 
 # %% ../nbs/10_span_buffer.ipynb #62399e8a
 POLICIES = ('gate', 'rnn', 'buffer', 'oracle')   # evaluation policies: Eq. 9 with the gate; λ≡0; λ≡1; max(p, q) (a bound)
@@ -457,6 +458,13 @@ class MixtureFloorLM(nn.Module):
         half = out.logp.new_full(out.logp.shape[:-1], math.log(0.5))
         return out._replace(logp=interpolate(out.logp, log_q, half, half))
 
+class WholeMixtureLM(nn.Module):
+    "`model` behind a forward that takes no `targets`: training computes the whole mixture (timing what `targets` saves)."
+    def __init__(self, model: SpanBufferLM):
+        super().__init__(); self.m = model
+    def init_hidden(self, n: int): return self.m.init_hidden(n)
+    def forward(self, x, hidden=None): return self.m(x, hidden)
+
 @dataclass
 class ThroughputExp:
     "Training tokens/s of LM + SNB against the base LM of the same config, and the reward term's gradient at initialisation."
@@ -491,7 +499,7 @@ def reward_grad_ratio(model: SpanBufferLM, data: Tensor, batch_size: int, bptt: 
     return sum(ratios) / len(ratios)
 
 def snb_throughput(cfg: ThroughputExp, seed: int, ctx: RunContext) -> dict:
-    "Tokens/s of +SNB (tanh and linear score) and of the mixture floor, each ÷ the base AWD-LSTM's; the η check."
+    "Tokens/s of +SNB (tanh and linear score) and of the mixture floor, each ÷ the base AWD-LSTM's; the targets-only speed-up; the η check."
     step, out = LMStep(cfg.model.vocab_size, bsz=cfg.batch_size, bptt=cfg.bptt), {}
     torch.manual_seed(seed)
     base = AWDLSTM(cfg.model).to(ctx.device)
@@ -505,6 +513,9 @@ def snb_throughput(cfg: ThroughputExp, seed: int, ctx: RunContext) -> dict:
     out |= {'floor/ratio': tp['ratio'], 'floor/tokens_per_s': tp['tokens_per_s'], 'threads': tp['threads']}
     L, B = cfg.buffers[0]
     out['ratio'] = out[f'L{L}_B{B}/ratio']
+    torch.manual_seed(seed)
+    m = SpanBufferLM(cfg.model, replace(cfg.snb, span_len=L, buffer_size=B)).to(ctx.device)
+    out['targets_only_speedup'] = throughput(m, WholeMixtureLM(copy.deepcopy(m)), step, rounds=cfg.rounds, threads=cfg.threads)['ratio']
     corpus = lm_corpus(cfg.corpus, cfg.data_path, cfg.synth)
     torch.manual_seed(seed)
     m = SpanBufferLM(cfg.model, replace(cfg.snb, span_len=L, buffer_size=B)).to(ctx.device)
