@@ -3,6 +3,8 @@
 #
 #   make reproduce [SCALE=smoke|cpu|gpu|paper] [PAPERS="awd_lstm dynamic_skip ..."] [PARTS="number,ptb"]
 #                  [WORKERS=2] [TIME_LIMIT=3600] [MEMLM_DATA=/path]
+#   make runs PAPER=phrase_induction RUNS="full:1 awd_lstm:2" [SCALE=cpu] [WORKERS=1] [TIME_LIMIT=s] [MEMLM_DATA=/path]
+#                  (chosen runs of one paper's plan: with one worker in the order given; records as the notebook's)
 #   make test
 #   make lab
 #
@@ -24,14 +26,15 @@ PARTS     ?=
 WORKERS   ?= 1
 TIME_LIMIT ?=
 # executed notebooks: smoke runs are scratch (runs/, git-ignored); real scales are reports a reader opens (reports/<scale>/)
-RUNS      := $(if $(filter smoke,$(SCALE)),runs/smoke,reports/$(SCALE))
+REPORTS   := $(if $(filter smoke,$(SCALE)),runs/smoke,reports/$(SCALE))
 USE_SYSTEM_TORCH ?=
 STAMP     := $(VENV)/.memlm-stamp
 
-.PHONY: reproduce test venv check-args summary clean-runs help lab
+.PHONY: reproduce runs test venv check-args summary clean-runs help lab
 
 help:
 	@echo "make reproduce [SCALE=$(subst $() $(),|,$(SCALES))] [PAPERS='$(ALL_PAPERS)'] [PARTS=a,b] [WORKERS=n] [TIME_LIMIT=s] [MEMLM_DATA=dir] [USE_SYSTEM_TORCH=1]"
+	@echo "make runs PAPER=<paper> RUNS='name:seed ...' [SCALE=...] [WORKERS=n] [TIME_LIMIT=s] [MEMLM_DATA=dir]"
 	@echo "make test"
 	@echo "make summary    # README and results/summary.md from the records and claims"
 	@echo "make clean-runs # remove runs/ (smoke executions, papermill logs)"
@@ -57,16 +60,23 @@ $(STAMP): requirements.lock setup.py settings.ini
 venv: $(STAMP)
 
 reproduce: check-args $(STAMP)
-	@mkdir -p $(RUNS) runs
+	@mkdir -p $(REPORTS) runs
 	@set -e; for p in $(PAPERS); do \
 	  nb=$$(ls nbs/[01][0-9]*_$$p.ipynb | head -1); \
 	  echo "== $$p ($$nb) at scale $(SCALE)"; \
 	  MEMLM_DATA="$(MEMLM_DATA)" $(BIN)/papermill --cwd nbs --no-progress-bar --log-output \
-	    $$nb $(RUNS)/$$(basename $$nb) -p scale $(SCALE) -p workers $(WORKERS) \
+	    $$nb $(REPORTS)/$$(basename $$nb) -p scale $(SCALE) -p workers $(WORKERS) \
 	    $(if $(PARTS),-y "parts: [$(PARTS)]") $(if $(TIME_LIMIT),-p time_limit_s $(TIME_LIMIT)) > runs/$(SCALE)-$$p.log 2>&1 \
 	    || { tail -40 runs/$(SCALE)-$$p.log; echo "error: $$p failed, log: runs/$(SCALE)-$$p.log" >&2; exit 1; }; \
 	done
 	@$(MAKE) --no-print-directory summary
+
+runs: check-args $(STAMP)
+	@if [ -z "$(PAPER)" ] || ! echo " $(ALL_PAPERS) " | grep -q " $(PAPER) "; then \
+	  echo "error: make runs needs PAPER=<one of: $(ALL_PAPERS)>" >&2; exit 2; fi
+	@if [ -z "$(RUNS)" ]; then echo "error: make runs needs RUNS='name:seed ...' (the names are the plan's runs)" >&2; exit 2; fi
+	MEMLM_DATA="$(MEMLM_DATA)" $(BIN)/python -c "import os; from memlm.experiment import run_named; \
+	  run_named('$(PAPER)', '$(SCALE)', '$(RUNS)'.split(), workers=$(WORKERS), time_limit_s=$(or $(TIME_LIMIT),None), data_path=os.environ.get('MEMLM_DATA') or None)"
 
 # Regenerates the claims summary (results/summary.md) and README.md from nbs/index.ipynb.
 summary: $(STAMP)

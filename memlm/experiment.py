@@ -17,10 +17,10 @@ from .train import fit, TimeLimitReached
 # %% auto #0
 __all__ = ['CLAIM_COLUMNS', 'VERDICTS', 'NotebookParams', 'snapshot', 'read_params', 'fn_name', 'config_dict', 'key_dict',
            'content_key', 'data_identity', 'Spec', 'borrow', 'stop_reason', 'fit_summary', 'RunContext', 'ToyConfig',
-           'toy_regression', 'runs_dir', 'best_checkpoint', 'load_record', 'execute', 'Results', 'Plan', 'mean_sd',
-           'aggregate', 'paired_diff', 'row_metrics', 'fmt_ms', 'read_claims', 'check_expect', 'verdict', 'claim_value',
-           'run_lists', 'trained_at', 'claim_note', 'summary_rows', 'summary_markdown', 'paper_status', 'write_summary',
-           'unrecorded_claims', 'global_reads', 'adopt']
+           'toy_regression', 'runs_dir', 'best_checkpoint', 'load_record', 'execute', 'Results', 'Plan', 'run_named',
+           'mean_sd', 'aggregate', 'paired_diff', 'row_metrics', 'fmt_ms', 'read_claims', 'check_expect', 'verdict',
+           'claim_value', 'run_lists', 'trained_at', 'claim_note', 'summary_rows', 'summary_markdown', 'paper_status',
+           'write_summary', 'unrecorded_claims', 'global_reads', 'adopt']
 
 # %% ../nbs/05_experiment.ipynb #3edf2536
 @dataclass
@@ -372,6 +372,30 @@ def _run_line(rec: dict, s: Spec) -> str:
     m = rec.get('metrics') or {}
     shown = ', '.join(f'{k} {v:.4g}' for k, v in list(m.items())[:4] if isinstance(v, (int, float)))
     return f"  {s.folder}: {rec['status']}, {rec.get('epochs')} epochs ({rec.get('stop_reason')}), {rec['train_time_s']:.0f}s train; {shown}"
+
+# %% ../nbs/05_experiment.ipynb #9282ca21
+def _select(self: Plan, items: list[str]) -> Plan:
+    "The plan of the runs named `'name:seed'` (or `'label:seed'`) in `items`, in that order, as one part 'selected'; unknown names fail with the valid ones."
+    by = {(n, s.seed): s for s in self.specs() for n in (s.name, s.row)}      # a borrowed run answers to its name and its label
+    names = sorted({n for n, _ in by})
+    out = []
+    for it in items:
+        name, sep, seed = it.rpartition(':')
+        if not sep or not seed.lstrip('-').isdigit(): raise ValueError(f"run {it!r}: expected 'name:seed', e.g. '{names[0]}:0'")
+        if name not in names: raise ValueError(f"unknown run name {name!r} in {self.paper} ({self.scale}); valid names: {', '.join(names)}")
+        s = by.get((name, int(seed)))
+        if s is None: raise ValueError(f"{name} has no seed {seed} in this plan; its seeds: {sorted(k[1] for k in by if k[0] == name)}")
+        out.append(s)
+    return Plan(self.paper, self.scale, {'selected': out}, root=self.root)
+Plan.select = _select
+
+def run_named(paper: str, scale: str, items: list[str], workers: int = 1, time_limit_s: float | None = None,
+              data_path: str | None = None) -> Results:
+    "Run the runs `'name:seed'` of `memlm.<paper>`'s plan at `scale` (the plan is built for the seeds named)."
+    import importlib
+    seeds = sorted({int(i.rpartition(':')[2]) for i in items if i.rpartition(':')[2].lstrip('-').isdigit()}) or [0]
+    plan = importlib.import_module(f'memlm.{paper}').make_plan(scale, seeds, data_path)
+    return plan.select(items).run(workers=workers, time_limit_s=time_limit_s)
 
 # %% ../nbs/05_experiment.ipynb #3a32e7e1
 def mean_sd(xs) -> tuple[float, float]:
