@@ -374,16 +374,20 @@ def _run_line(rec: dict, s: Spec) -> str:
     return f"  {s.folder}: {rec['status']}, {rec.get('epochs')} epochs ({rec.get('stop_reason')}), {rec['train_time_s']:.0f}s train; {shown}"
 
 # %% ../nbs/05_experiment.ipynb #9282ca21
+def _run_item(it: str) -> tuple[str, int]:
+    "'name:seed' -> (name, seed)."
+    name, sep, seed = it.rpartition(':')
+    if not sep or not seed.lstrip('-').isdigit(): raise ValueError(f"run {it!r}: expected 'name:seed', e.g. 'lstm:0'")
+    return name, int(seed)
+
 def _select(self: Plan, items: list[str]) -> Plan:
     "The plan of the runs named `'name:seed'` (or `'label:seed'`) in `items`, in that order, as one part 'selected'; unknown names fail with the valid ones."
     by = {(n, s.seed): s for s in self.specs() for n in (s.name, s.row)}      # a borrowed run answers to its name and its label
     names = sorted({n for n, _ in by})
     out = []
-    for it in items:
-        name, sep, seed = it.rpartition(':')
-        if not sep or not seed.lstrip('-').isdigit(): raise ValueError(f"run {it!r}: expected 'name:seed', e.g. '{names[0]}:0'")
+    for name, seed in map(_run_item, items):
         if name not in names: raise ValueError(f"unknown run name {name!r} in {self.paper} ({self.scale}); valid names: {', '.join(names)}")
-        s = by.get((name, int(seed)))
+        s = by.get((name, seed))
         if s is None: raise ValueError(f"{name} has no seed {seed} in this plan; its seeds: {sorted(k[1] for k in by if k[0] == name)}")
         out.append(s)
     return Plan(self.paper, self.scale, {'selected': out}, root=self.root)
@@ -393,7 +397,7 @@ def run_named(paper: str, scale: str, items: list[str], workers: int = 1, time_l
               data_path: str | None = None) -> Results:
     "Run the runs `'name:seed'` of `memlm.<paper>`'s plan at `scale` (the plan is built for the seeds named)."
     import importlib
-    seeds = sorted({int(i.rpartition(':')[2]) for i in items if i.rpartition(':')[2].lstrip('-').isdigit()}) or [0]
+    seeds = sorted({seed for _, seed in map(_run_item, items)})
     plan = importlib.import_module(f'memlm.{paper}').make_plan(scale, seeds, data_path)
     return plan.select(items).run(workers=workers, time_limit_s=time_limit_s)
 
@@ -487,17 +491,18 @@ def verdict(ours: float | None, paper: float | None, expect: str, tol: float | N
 # %% ../nbs/05_experiment.ipynb #1f11fdd3
 def claim_value(c: dict, scales=('paper', 'gpu', 'cpu')) -> dict | None:
     "Ours for claim `c` at the largest scale with a complete record (else a partial one): value, sd, n, scale, partial, commit; None when not run."
-    for complete in (True, False):
-        for s in scales:
-            p = results_dir()/s/c['paper']/f"{c['result']}.json"
-            if not p.exists(): continue
-            rec = json.loads(p.read_text()); m = rec.get('metrics', {})
-            if bool(rec.get('missing')) == complete: continue      # `missing`: some of its runs are unfinished
-            v = m.get(c['key'])
-            if v is None or isinstance(v, str): continue
-            return dict(value=float(v), sd=m.get(f"{c['key']}_std"), n=m.get(f"{c['key']}_n"), scale=s, partial=not complete,
-                        commit=trained_at(rec, p.parent))
-    return None
+    partial = None
+    for s in scales:
+        p = results_dir()/s/c['paper']/f"{c['result']}.json"
+        if not p.exists(): continue
+        rec = json.loads(p.read_text()); m = rec.get('metrics', {})
+        v = m.get(c['key'])
+        if v is None or isinstance(v, str): continue
+        o = dict(value=float(v), sd=m.get(f"{c['key']}_std"), n=m.get(f"{c['key']}_n"), scale=s, partial=bool(rec.get('missing')),
+                 commit=trained_at(rec, p.parent))
+        if not o['partial']: return o                          # `missing`: some of the record's runs are unfinished
+        partial = partial or o
+    return partial
 
 def run_lists(res: 'Results', specs: list[Spec]) -> dict:
     "`runs` (finished) and `missing` (unfinished) folders of `specs`, for `Experiment.record(..., **run_lists(res, specs))`."

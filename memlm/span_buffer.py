@@ -215,9 +215,8 @@ class SpanBufferLM(nn.Module):
         g, has = self.gate(h), valid.any(-1)
         self.aux = SNBAux(out.logp, log_q, g, has, alpha.detach() if self.record_attn else None)
         if self.training and targets is not None:                                     # Eq. 9 at the next word only: [T, n]
-            log_lam, log_1m_lam = gate_logprobs(g, has, c.train_temp)
-            lp, lq = (t.gather(-1, targets[..., None])[..., 0] for t in (out.logp, log_q))
-            logp = torch.logaddexp(log_1m_lam + lp, log_lam + lq)
+            lp, lq = (t.gather(-1, targets[..., None]) for t in (out.logp, log_q))
+            logp = mix(lp, lq, g, has, 'gate', c.train_temp)[..., 0]
         elif self.training: logp = mix(out.logp, log_q, g, has, 'gate', c.train_temp)
         else: logp = mix(out.logp, log_q, g, has, c.policy, c.eval_temp)
         return LMOutput(logp, SNBState(out.hidden, mem, count), out.raw_outputs, out.outputs)
