@@ -29,12 +29,14 @@ TIME_LIMIT ?=
 REPORTS   := $(if $(filter smoke,$(SCALE)),runs/smoke,reports/$(SCALE))
 USE_SYSTEM_TORCH ?=
 STAMP     := $(VENV)/.memlm-stamp
+SEEDS     ?= 0,1,2
 
-.PHONY: reproduce runs test venv check-args summary clean-runs help lab
+.PHONY: reproduce runs status test venv check-args summary clean-runs help lab
 
 help:
 	@echo "make reproduce [SCALE=$(subst $() $(),|,$(SCALES))] [PAPERS='$(ALL_PAPERS)'] [PARTS=a,b] [WORKERS=n] [TIME_LIMIT=s] [MEMLM_DATA=dir] [USE_SYSTEM_TORCH=1]"
 	@echo "make runs PAPER=<paper> RUNS='name:seed ...' [SCALE=...] [WORKERS=n] [TIME_LIMIT=s] [MEMLM_DATA=dir]"
+	@echo "make status PAPER=<paper> [SCALE=...] [SEEDS=0,1,2] [MEMLM_DATA=dir]  # what a campaign has done and has left"
 	@echo "make test"
 	@echo "make summary    # README and results/summary.md from the records and claims"
 	@echo "make clean-runs # remove runs/ (smoke executions, papermill logs)"
@@ -77,6 +79,12 @@ runs: check-args $(STAMP)
 	@if [ -z "$(RUNS)" ]; then echo "error: make runs needs RUNS='name:seed ...' (the names are the plan's runs)" >&2; exit 2; fi
 	MEMLM_DATA="$(MEMLM_DATA)" $(BIN)/python -c "import os; from memlm.experiment import run_named; \
 	  run_named('$(PAPER)', '$(SCALE)', '$(RUNS)'.split(), workers=$(WORKERS), time_limit_s=$(or $(TIME_LIMIT),None), data_path=os.environ.get('MEMLM_DATA') or None)"
+
+status: check-args $(STAMP)
+	@if [ -z "$(PAPER)" ] || ! echo " $(ALL_PAPERS) " | grep -q " $(PAPER) "; then \
+	  echo "error: make status needs PAPER=<one of: $(ALL_PAPERS)>" >&2; exit 2; fi
+	@MEMLM_DATA="$(MEMLM_DATA)" $(BIN)/python -c "import os; from memlm.experiment import plan_status; \
+	  print(plan_status('$(PAPER)', '$(SCALE)', [int(s) for s in '$(SEEDS)'.split(',')], data_path=os.environ.get('MEMLM_DATA') or None))"
 
 # Regenerates the claims summary (results/summary.md) and README.md from nbs/index.ipynb.
 summary: $(STAMP)

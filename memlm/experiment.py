@@ -18,9 +18,9 @@ from .train import fit, TimeLimitReached
 __all__ = ['CLAIM_COLUMNS', 'VERDICTS', 'NotebookParams', 'snapshot', 'read_params', 'fn_name', 'config_dict', 'key_dict',
            'content_key', 'data_identity', 'Spec', 'borrow', 'stop_reason', 'fit_summary', 'RunContext', 'ToyConfig',
            'toy_regression', 'runs_dir', 'best_checkpoint', 'load_record', 'execute', 'Results', 'Plan', 'run_named',
-           'mean_sd', 'aggregate', 'paired_diff', 'row_metrics', 'fmt_ms', 'read_claims', 'check_expect', 'verdict',
-           'claim_value', 'run_lists', 'trained_at', 'claim_note', 'summary_rows', 'summary_markdown', 'paper_status',
-           'write_summary', 'unrecorded_claims', 'global_reads', 'adopt']
+           'plan_status', 'mean_sd', 'aggregate', 'paired_diff', 'row_metrics', 'fmt_ms', 'read_claims', 'check_expect',
+           'verdict', 'claim_value', 'run_lists', 'trained_at', 'claim_note', 'summary_rows', 'summary_markdown',
+           'paper_status', 'write_summary', 'unrecorded_claims', 'global_reads', 'adopt']
 
 # %% ../nbs/05_experiment.ipynb #3edf2536
 @dataclass
@@ -400,6 +400,46 @@ def run_named(paper: str, scale: str, items: list[str], workers: int = 1, time_l
     seeds = sorted({seed for _, seed in map(_run_item, items)})
     plan = importlib.import_module(f'memlm.{paper}').make_plan(scale, seeds, data_path)
     return plan.select(items).run(workers=workers, time_limit_s=time_limit_s)
+
+# %% ../nbs/05_experiment.ipynb #b385c71d
+def _part_specs(self: Plan, parts=None) -> list[Spec]:
+    "The runs listed in `parts` (default all), each once, without what they extend or need."
+    parts = list(self.parts) if parts is None else list(parts)
+    bad = [p for p in parts if p not in self.parts]
+    if bad: raise ValueError(f"unknown part(s) {', '.join(map(repr, bad))}; valid parts: {', '.join(self.parts)}")
+    return list({s.folder: s for p in parts for s in self.parts[p]}.values())
+
+def _finished(self: Plan, res: Results | None = None, parts=None) -> Results:
+    "The records of the runs listed in `parts` (default all): this execution's (`res`) where it has them, else the ones on disk."
+    specs = _part_specs(self, parts)
+    recs = {s.folder: res[s] if res is not None and s.folder in res else load_record(self.dir(s)) for s in specs}
+    return Results(specs, {k: v for k, v in recs.items() if v is not None}, [])
+Plan.finished = _finished
+
+def _logged_epochs(d: Path) -> int:
+    "Epochs a run's logs hold (all stages): how far an unfinished run got."
+    return sum(1 for f in d.glob('*.log.jsonl') for line in f.read_text().splitlines() if line.strip())
+
+def _status_rows(self: Plan, parts=None) -> list[dict]:
+    "One row per run of `parts` (default all, with what they need), read from disk: done, incomplete or not started, with epochs and why it stopped."
+    rows = []
+    for s in self.specs(parts):
+        d = self.dir(s); r = load_record(d) or {}
+        status = r.get('status') or ('interrupted (checkpointed)' if (d/'ckpt').exists() else 'not started')
+        rows.append(dict(run=s.folder, home=s.home or self.paper, status=status,
+                         epochs=r.get('epochs') if status == 'done' else (_logged_epochs(d) if d.exists() else None),
+                         stopped=r.get('stop_reason'), train_h=round(r['train_time_s'] / 3600, 2) if r.get('train_time_s') else None,
+                         device=(r.get('provenance') or {}).get('device')))
+    return rows
+Plan.status_rows = _status_rows
+
+def plan_status(paper: str, scale: str, seeds=(0, 1, 2), data_path: str | None = None, parts=None) -> str:
+    "Where `memlm.<paper>`'s plan at `scale` stands (for `seeds`): a markdown table of its runs and the counts (`make status`)."
+    import importlib
+    plan = importlib.import_module(f'memlm.{paper}').make_plan(scale, list(seeds), data_path)
+    rows = plan.status_rows(parts)
+    n = {k: sum(r['status'] == k for r in rows) for k in dict.fromkeys(r['status'] for r in rows)}
+    return (markdown_table(rows, list(rows[0])) if rows else '_no runs_\n') + f"\n{paper} ({scale}): " + ', '.join(f'{v} {k}' for k, v in n.items())
 
 # %% ../nbs/05_experiment.ipynb #3a32e7e1
 def mean_sd(xs) -> tuple[float, float]:
