@@ -17,10 +17,10 @@ from .train import fit, TimeLimitReached
 # %% auto #0
 __all__ = ['CLAIM_COLUMNS', 'VERDICTS', 'NotebookParams', 'snapshot', 'read_params', 'fn_name', 'config_dict', 'key_dict',
            'content_key', 'data_identity', 'Spec', 'borrow', 'stop_reason', 'fit_summary', 'RunContext', 'ToyConfig',
-           'toy_regression', 'runs_dir', 'best_checkpoint', 'load_record', 'execute', 'Results', 'Plan', 'run_named',
-           'plan_status', 'mean_sd', 'aggregate', 'paired_diff', 'row_metrics', 'fmt_ms', 'read_claims', 'check_expect',
-           'verdict', 'claim_value', 'run_lists', 'trained_at', 'claim_note', 'summary_rows', 'summary_markdown',
-           'paper_status', 'write_summary', 'unrecorded_claims', 'global_reads', 'adopt']
+           'toy_regression', 'runs_dir', 'best_checkpoint', 'load_record', 'execute', 'Results', 'Plan', 'paper_plan',
+           'run_named', 'plan_status', 'mean_sd', 'aggregate', 'paired_diff', 'row_metrics', 'fmt_ms', 'read_claims',
+           'check_expect', 'verdict', 'claim_value', 'run_lists', 'trained_at', 'claim_note', 'summary_rows',
+           'summary_markdown', 'paper_status', 'write_summary', 'unrecorded_claims', 'global_reads', 'adopt']
 
 # %% ../nbs/05_experiment.ipynb #3edf2536
 @dataclass
@@ -293,17 +293,20 @@ class Plan:
     def __post_init__(self):
         check_scale(self.scale)
         self.root = Path(self.root) if self.root else runs_dir(self.paper, self.scale)
-    def specs(self, parts=None) -> list[Spec]:
-        "The distinct runs of `parts` (default all), in plan order; `extends` sources come first."
-        parts = list(self.parts) if parts is None else parts
+    def part_names(self, parts=None) -> list[str]:
+        "`parts` (default all) checked against the plan's: an unknown one fails with the valid ones."
+        parts = list(self.parts) if parts is None else list(parts)
         bad = [p for p in parts if p not in self.parts]
         if bad: raise ValueError(f"unknown part(s) {', '.join(map(repr, bad))}; valid parts: {', '.join(self.parts)}")
+        return parts
+    def specs(self, parts=None) -> list[Spec]:
+        "The distinct runs of `parts` (default all), in plan order; `extends` sources come first."
         out = {}
         def add(s):
             if s.extends is not None and s.extends.home != s.home: raise ValueError(f'{s.folder} extends {s.extends.folder}, which lives in another home')
             for r in _requires(s): add(r)
             out.setdefault(s.folder, s)
-        for p in parts:
+        for p in self.part_names(parts):
             for s in self.parts[p]: add(s)
         return list(out.values())
 
@@ -393,25 +396,21 @@ def _select(self: Plan, items: list[str]) -> Plan:
     return Plan(self.paper, self.scale, {'selected': out}, root=self.root)
 Plan.select = _select
 
+def paper_plan(paper: str, scale: str, seeds: list[int], data_path: str | None = None) -> Plan:
+    "`memlm.<paper>.make_plan(scale, seeds, data_path)`: a paper notebook's plan, by the paper's name."
+    import importlib
+    return importlib.import_module(f'memlm.{paper}').make_plan(scale, seeds, data_path)
+
 def run_named(paper: str, scale: str, items: list[str], workers: int = 1, time_limit_s: float | None = None,
               data_path: str | None = None) -> Results:
     "Run the runs `'name:seed'` of `memlm.<paper>`'s plan at `scale` (the plan is built for the seeds named)."
-    import importlib
-    seeds = sorted({seed for _, seed in map(_run_item, items)})
-    plan = importlib.import_module(f'memlm.{paper}').make_plan(scale, seeds, data_path)
+    plan = paper_plan(paper, scale, sorted({seed for _, seed in map(_run_item, items)}), data_path)
     return plan.select(items).run(workers=workers, time_limit_s=time_limit_s)
 
 # %% ../nbs/05_experiment.ipynb #b385c71d
-def _part_specs(self: Plan, parts=None) -> list[Spec]:
-    "The runs listed in `parts` (default all), each once, without what they extend or need."
-    parts = list(self.parts) if parts is None else list(parts)
-    bad = [p for p in parts if p not in self.parts]
-    if bad: raise ValueError(f"unknown part(s) {', '.join(map(repr, bad))}; valid parts: {', '.join(self.parts)}")
-    return list({s.folder: s for p in parts for s in self.parts[p]}.values())
-
 def _finished(self: Plan, res: Results | None = None, parts=None) -> Results:
     "The records of the runs listed in `parts` (default all): this execution's (`res`) where it has them, else the ones on disk."
-    specs = _part_specs(self, parts)
+    specs = list({s.folder: s for p in self.part_names(parts) for s in self.parts[p]}.values())   # without what they extend or need
     recs = {s.folder: res[s] if res is not None and s.folder in res else load_record(self.dir(s)) for s in specs}
     return Results(specs, {k: v for k, v in recs.items() if v is not None}, [])
 Plan.finished = _finished
@@ -435,9 +434,7 @@ Plan.status_rows = _status_rows
 
 def plan_status(paper: str, scale: str, seeds=(0, 1, 2), data_path: str | None = None, parts=None) -> str:
     "Where `memlm.<paper>`'s plan at `scale` stands (for `seeds`): a markdown table of its runs and the counts (`make status`)."
-    import importlib
-    plan = importlib.import_module(f'memlm.{paper}').make_plan(scale, list(seeds), data_path)
-    rows = plan.status_rows(parts)
+    rows = paper_plan(paper, scale, list(seeds), data_path).status_rows(parts)
     n = {k: sum(r['status'] == k for r in rows) for k in dict.fromkeys(r['status'] for r in rows)}
     return (markdown_table(rows, list(rows[0])) if rows else '_no runs_\n') + f"\n{paper} ({scale}): " + ', '.join(f'{v} {k}' for k, v in n.items())
 
