@@ -16,12 +16,12 @@ from .train import TrainConfig, LMTask, lm_loss, load_model
 from .evaluate import evaluate, lm_windows, dynamic_evaluate, DynEvalConfig, gradient_stats, model_device
 
 # %% auto #0
-__all__ = ['POLICIES', 'PARTS', 'SNBConfig', 'span_diffs', 'slot_index', 'slot_mask', 'SpanBuffer', 'gate_logprobs',
-           'interpolate', 'mix', 'SNBState', 'SNBAux', 'SpanBufferLM', 'snb_settings', 'intrinsic_reward',
-           'snb_extra_loss', 'SNBTask', 'snb_evaluate', 'attention_snapshot', 'SynthConfig', 'lm_corpus', 'SNBExp',
-           'build_lm', 'train_lm', 'trained_lm', 'DynEvalExp', 'dyneval_lm', 'SnapshotExp', 'snapshot_lm',
-           'MixtureFloorLM', 'WholeMixtureLM', 'ThroughputExp', 'reward_grad_ratio', 'snb_throughput', 'lm_configs',
-           'make_plan']
+__all__ = ['POLICIES', 'PARTS', 'SNBConfig', 'span_diffs', 'slot_index', 'slot_mask', 'slot_windows', 'tanh_scores', 'SpanBuffer',
+           'gate_logprobs', 'interpolate', 'mix', 'SNBState', 'SNBAux', 'SpanBufferLM', 'snb_settings',
+           'intrinsic_reward', 'snb_extra_loss', 'SNBTask', 'snb_evaluate', 'attention_snapshot', 'SynthConfig',
+           'lm_corpus', 'SNBExp', 'build_lm', 'train_lm', 'trained_lm', 'DynEvalExp', 'dyneval_lm', 'SnapshotExp',
+           'snapshot_lm', 'MixtureFloorLM', 'WholeMixtureLM', 'ThroughputExp', 'reward_grad_ratio', 'snb_throughput',
+           'lm_configs', 'make_plan']
 
 # %% ../nbs/10_span_buffer.ipynb #62399e8a
 POLICIES = ('gate', 'rnn', 'buffer', 'oracle')   # evaluation policies: Eq. 9 with the gate; λ≡0; λ≡1; max(p, q) (a bound)
@@ -96,6 +96,49 @@ def slot_mask(count: Tensor, reset: Tensor | None, T: int, cfg: SNBConfig) -> tu
     need = cfg.lag + (cfg.n_slots - 1 - j) * cfg.stride + cfg.gap                    # how far back slot j's span starts
     return need <= avail[..., None], (avail[-1] + 1).clamp(max=cfg.mem_len)
 
+# %% ../nbs/10_span_buffer.ipynb #5a195551
+def slot_windows(P: Tensor, T: int, m: int, stride: int) -> Tensor:
+    "`[T, m, ...]` view of the rows of `P`: slot j of position τ is row `τ + j*stride` (rows shared between positions, nothing copied)."
+    st = P.stride(0)
+    return P.as_strided((T, m, *P.shape[1:]), (st, stride * st, *P.stride()[1:]), P.storage_offset())
+
+class _TanhScores(torch.autograd.Function):
+    "γ[τ, j] = vᵀ tanh(P[τ + j·S] + Q[τ]) in blocks of S positions, tanh as 2σ(2x) − 1; see `tanh_scores`."
+    @staticmethod
+    def forward(ctx, P, Q, v, stride: int, m: int):
+        T, n, a = Q.shape
+        win, Q2, v2 = slot_windows((2 * P).contiguous(), T, m, stride), 2 * Q, 2 * v
+        out, saved = Q.new_empty(T, m, n), []
+        for t in range(0, T, stride):
+            w = win[t:t + stride]
+            s = torch.add(w, Q2[t:t + stride, None], out=Q.new_empty(w.shape)).sigmoid_()   # σ(2x), contiguous
+            torch.mv(s.view(-1, a), v2, out=out[t:t + stride].view(-1)); saved.append(s)
+        ctx.save_for_backward(v, *saved); ctx.stride, ctx.N = stride, P.shape[0]
+        return out.sub_(v.sum())
+
+    @staticmethod
+    def backward(ctx, g):
+        v, *saved = ctx.saved_tensors
+        S, (T, m, n), a = ctx.stride, g.shape, v.shape[0]
+        dP, dQ, dv = g.new_zeros(ctx.N, n, a), g.new_empty(T, n, a), torch.zeros_like(v)
+        dwin, v4 = slot_windows(dP, T, m, S), 4 * v
+        for t, s in zip(range(0, T, S), saved):
+            gt = g[t:t + S]
+            dv.addmv_(s.view(-1, a).T, gt.reshape(-1), alpha=2)
+            dx = torch.addcmul(s, s, s, value=-1).mul_(gt[..., None]).mul_(v4)           # g · v ⊙ (1 − tanh²x)
+            torch.sum(dx, 1, out=dQ[t:t + S]); dwin[t:t + S] += dx                      # distinct rows within a block
+        return dP, dQ, dv.sub_(g.sum()), None, None
+
+def tanh_scores(P: Tensor,      # [N, n, a] W_s s_i of every difference
+                Q: Tensor,      # [T, n, a] W_h h_t of every position
+                v: Tensor,      # [a]
+                stride: int,    # S: rows between consecutive slots of a position
+                m: int          # slots per position (row τ + (m-1)·S must exist)
+               ) -> Tensor:
+    "Eq. 7 with `tanh`, `γ[τ, j, n] = vᵀ tanh(P[τ + j·S, n] + Q[τ, n])`: `[T, m, n]`."
+    if P.shape[0] < Q.shape[0] + (m - 1) * stride: raise ValueError(f'P has {P.shape[0]} rows; {Q.shape[0]} positions with {m} slots {stride} apart need {Q.shape[0] + (m - 1) * stride}')
+    return _TanhScores.apply(P, Q, v, stride, m)
+
 # %% ../nbs/10_span_buffer.ipynb #25d44676
 class SpanBuffer(nn.Module):
     "Eq. 4–7 and 5: spans of the carried and current outputs, attention over the valid ones, their summary ξ_t."
@@ -113,21 +156,23 @@ class SpanBuffer(nn.Module):
                 mem: Tensor, count: Tensor, # carried: [K, n, d] last outputs, [n] stream lengths
                 reset: Tensor | None = None):  # [T, n] new streams start here
         "ξ `[T, n, e]`, α `[T, n, m]`, validity `[T, n, m]`, and the memory and stream lengths to carry."
-        c, T = self.cfg, h.shape[0]
-        m, s = c.n_slots, c.stride
-        full = torch.cat([mem, src])                                                   # [K + T, n, d]
+        c, (T, n, _), K = self.cfg, h.shape, mem.shape[0]
+        m, S, gap = c.n_slots, c.stride, c.gap
         valid, count = slot_mask(count, reset, T, c)
-        D = span_diffs(full, c.gap)                                                    # [N, n, d]
-        idx = slot_index(T, c, h.device)                                               # [T, m]
         if c.score == 'tanh':                                                          # Eq. 7 with Wu et al.'s tanh
-            gamma = torch.tanh(self.W_s(D)[idx] + self.W_h(h)[:, None]) @ self.v.weight[0]   # [T, m, n]
+            P = span_diffs(torch.cat([self.W_s(mem), self.W_s(src)]), gap)             # W_s s_i of every difference
+            gamma = tanh_scores(P, self.W_h(h), self.v.weight[0], S, m)                # [T, m, n]
         else:                                                                          # as printed: v^T W_h h_t cancels
-            gamma = (D @ (self.W_s.weight.T @ self.v.weight[0]))[idx]
-        gamma = gamma.transpose(1, 2).masked_fill(~valid, torch.finfo(D.dtype).min)    # [T, n, m]; finite: no NaN gradients
+            w = self.W_s.weight.T @ self.v.weight[0]
+            gamma = span_diffs(torch.cat([mem @ w, src @ w]), gap)[slot_index(T, c, h.device)]
+        gamma = gamma.transpose(1, 2).masked_fill(~valid, torch.finfo(h.dtype).min)    # [T, n, m]; finite: no NaN gradients
         alpha = torch.softmax(gamma, -1) * valid                                       # Eq. 6; no valid slot -> 0
-        A = alpha.new_zeros(h.shape[1], T, D.shape[0]).scatter(2, idx.expand(h.shape[1], T, m), alpha.permute(1, 0, 2))
-        xi = torch.bmm(A, D.transpose(0, 1)).transpose(0, 1)                           # Eq. 5, [T, n, d]
-        return self.proj(xi), alpha, valid, full[T:], count
+        idx, a = slot_index(T, c, h.device).expand(n, T, m), alpha.permute(1, 0, 2)
+        A = a.new_zeros(n, T, K + T).scatter_add(2, idx + gap, a)                      # the span's end ...
+        if gap: A = A.scatter_add(2, idx, -a)                                          # ... minus its start (Eq. 4)
+        xi = torch.baddbmm(torch.bmm(A[..., K:], src.transpose(0, 1)), A[..., :K], mem.transpose(0, 1))   # Eq. 5
+        new = torch.cat([mem[T:], src]) if T < K else src[T - K:]                      # the last K outputs
+        return self.proj(xi.transpose(0, 1)), alpha, valid, new, count
 
 # %% ../nbs/10_span_buffer.ipynb #cfb6b5d3
 def gate_logprobs(g: Tensor,       # [..., 2] gate logits W_g h_t; component 1 is the buffer's
