@@ -11,6 +11,9 @@
 # On a machine that already has a CUDA torch (e.g. a GPU box), keep it instead of the
 # CPU wheel pinned in the lock:   make reproduce USE_SYSTEM_TORCH=1 SCALE=gpu
 # (the venv then sees the system site-packages and the lock is installed without torch).
+#
+# Run checkpoints go to each run's ckpt/ (git-ignored), or under $MEMLM_CKPT when it is set in the environment:
+#   MEMLM_CKPT=/scratch/memlm make runs ...   (a disk that outlives the checkout keeps interrupted runs resumable)
 
 SHELL     := /bin/bash
 PYTHON    ?= python3

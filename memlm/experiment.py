@@ -16,11 +16,12 @@ from .train import fit, TimeLimitReached
 
 # %% auto #0
 __all__ = ['CLAIM_COLUMNS', 'VERDICTS', 'NotebookParams', 'snapshot', 'read_params', 'fn_name', 'config_dict', 'key_dict',
-           'content_key', 'data_identity', 'Spec', 'borrow', 'stop_reason', 'fit_summary', 'RunContext', 'ToyConfig',
-           'toy_regression', 'runs_dir', 'best_checkpoint', 'load_record', 'execute', 'Results', 'Plan', 'paper_plan',
-           'run_named', 'plan_status', 'mean_sd', 'aggregate', 'paired_diff', 'row_metrics', 'fmt_ms', 'read_claims',
-           'check_expect', 'verdict', 'claim_value', 'run_lists', 'trained_at', 'claim_note', 'summary_rows',
-           'summary_markdown', 'paper_status', 'write_summary', 'unrecorded_claims', 'global_reads', 'adopt']
+           'content_key', 'data_identity', 'Spec', 'borrow', 'ckpt_home', 'stop_reason', 'fit_summary', 'RunContext',
+           'ToyConfig', 'toy_regression', 'runs_dir', 'best_checkpoint', 'load_record', 'execute', 'Results', 'Plan',
+           'paper_plan', 'run_named', 'plan_status', 'mean_sd', 'aggregate', 'paired_diff', 'row_metrics', 'fmt_ms',
+           'read_claims', 'check_expect', 'verdict', 'claim_value', 'run_lists', 'trained_at', 'claim_note',
+           'summary_rows', 'summary_markdown', 'paper_status', 'write_summary', 'unrecorded_claims', 'global_reads',
+           'adopt']
 
 # %% ../nbs/05_experiment.ipynb #3edf2536
 @dataclass
@@ -120,6 +121,12 @@ def borrow(spec: Spec, home: str, label: str = '') -> Spec:
                    needs=tuple(borrow(r, home) for r in spec.needs))
 
 # %% ../nbs/05_experiment.ipynb #f7299d36
+def ckpt_home(run_dir) -> Path:
+    """Where a run keeps its checkpoints: `<run folder>/ckpt`, or `$MEMLM_CKPT/<scale>/<paper>/runs/<run>` when `MEMLM_CKPT`
+    is set (a scratch disk that outlives the checkout, or a bigger one). Checkpoints are never committed; records are."""
+    root = os.environ.get("MEMLM_CKPT")
+    return Path(root).joinpath(*Path(run_dir).resolve().parts[-4:]) if root else Path(run_dir)/"ckpt"
+
 def stop_reason(hist: list[dict], epochs: int) -> str:
     "Why a `fit` history ended: patience, time budget, fine-tuning converged, callback, or the epoch cap (still improving or not)."
     if not hist: return 'not started'
@@ -142,7 +149,7 @@ class RunContext:
     deadline: float | None = None    # time.time() at which to stop, checkpointed
     fits: list = field(default_factory=list)   # fit_summary of every stage, in order
     def __post_init__(self): self.device = torch.device(self.device)
-    def ckpt_dir(self, stage: str = 'train') -> Path | None: return None if self.dir is None else self.dir/'ckpt'/stage
+    def ckpt_dir(self, stage: str = 'train') -> Path | None: return None if self.dir is None else ckpt_home(self.dir)/stage
     def log_path(self, stage: str = 'train') -> Path | None: return None if self.dir is None else self.dir/f'{stage}.log.jsonl'
     def log(self, stage: str, **metrics):
         "Append one epoch's metrics to the stage's log (rewritten from the checkpointed history when the stage ends)."
@@ -198,7 +205,7 @@ def runs_dir(paper: str, scale: str, root: Path | None = None) -> Path:
 
 def best_checkpoint(run_dir, stage: str = 'train') -> Path:
     "The best-validation checkpoint a finished run left in its folder; a clear error where there is none (checkpoints are not committed)."
-    path = Path(run_dir)/'ckpt'/stage/'best.pt'
+    path = ckpt_home(run_dir)/stage/'best.pt'
     if not path.exists(): raise FileNotFoundError(f'{path}: the run has no checkpoint here (checkpoints are not committed; rerun it)')
     return path
 
@@ -209,8 +216,8 @@ def load_record(d: Path) -> dict | None:
 def _start_from(spec: Spec, d: Path, root: Path):
     "Seed a not-yet-started `extends` run with the other run's checkpoints and logs."
     src = root/spec.extends.folder
-    if (d/'ckpt').exists() or not (src/'ckpt').exists(): return
-    shutil.copytree(src/'ckpt', d/'ckpt')
+    if ckpt_home(d).exists() or not ckpt_home(src).exists(): return
+    shutil.copytree(ckpt_home(src), ckpt_home(d))
     for f in src.glob('*.log.jsonl'): shutil.copy(f, d/f.name)
 
 def execute(spec: Spec, root: Path, *, deadline: float | None = None, rerun: bool = False, device=None) -> dict:
@@ -218,7 +225,7 @@ def execute(spec: Spec, root: Path, *, deadline: float | None = None, rerun: boo
     root = Path(root); d = root/spec.folder
     rec = load_record(d)
     if rec is not None and rec['status'] == 'done' and not rerun: return rec
-    if rerun and d.exists(): shutil.rmtree(d); rec = None
+    if rerun: shutil.rmtree(d, ignore_errors=True); shutil.rmtree(ckpt_home(d), ignore_errors=True); rec = None
     d.mkdir(parents=True, exist_ok=True)
     if spec.extends is not None: _start_from(spec, d, root)
     device = torch.device(device) if device is not None else get_device()
@@ -424,7 +431,7 @@ def _status_rows(self: Plan, parts=None) -> list[dict]:
     rows = []
     for s in self.specs(parts):
         d = self.dir(s); r = load_record(d) or {}
-        status = r.get('status') or ('interrupted (checkpointed)' if (d/'ckpt').exists() else 'not started')
+        status = r.get('status') or ('interrupted (checkpointed)' if ckpt_home(d).exists() else 'not started')
         rows.append(dict(run=s.folder, home=s.home or self.paper, status=status,
                          epochs=r.get('epochs') if status == 'done' else (_logged_epochs(d) if d.exists() else None),
                          stopped=r.get('stop_reason'), train_h=round(r['train_time_s'] / 3600, 2) if r.get('train_time_s') else None,

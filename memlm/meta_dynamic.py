@@ -463,7 +463,7 @@ def stream_slice(data: Tensor, starts, a: int, b: int):
     return data[a:b], None if starts is None else starts[(starts >= a) & (starts < b)] - a
 
 # %% ../nbs/13_meta_dynamic.ipynb #e85b096e
-from .experiment import Spec, Plan, RunContext, data_identity, runs_dir, mean_sd, row_metrics, best_checkpoint
+from .experiment import Spec, Plan, RunContext, data_identity, runs_dir, mean_sd, row_metrics, best_checkpoint, ckpt_home
 from .registry import pick
 import memlm.awd_lstm as awd
 
@@ -529,9 +529,9 @@ def core_lm(cfg: CoreLMExp, seed: int, ctx: RunContext) -> dict:
     stage = 'finetune' if cfg.lm.finetune_epochs else 'train'
     src = Path(cfg.core_root or '.')/cfg.core_run
     rec = json.loads((src/'record.json').read_text()) if (src/'record.json').exists() else None
-    if cfg.reuse and rec and rec.get('status') == 'done' and (src/'ckpt'/stage/'best.pt').exists():
-        dst = ctx.dir/'ckpt'/stage; dst.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(src/'ckpt'/stage/'best.pt', dst/'best.pt')
+    if cfg.reuse and rec and rec.get('status') == 'done' and (ckpt_home(src)/stage/'best.pt').exists():
+        dst = ctx.ckpt_dir(stage); dst.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ckpt_home(src)/stage/'best.pt', dst/'best.pt')
         return dict(rec['metrics'], reused_from=str(src))
     return dict(awd.train_awd(cfg.lm, seed, ctx), reused_from=None)
 
