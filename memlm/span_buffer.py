@@ -641,7 +641,8 @@ def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Pla
                                   epochs=40, patience=3, lr_decay=2., lr_decay_threshold=0.02, eval_batch_size=10, progress=False))
     ss = SNBConfig(span_len=4, buffer_size=pick(scale, smoke=32, default=64), attn_size=pick(scale, smoke=16, default=32))
     syn = [Spec(train_lm, SNBExp('synthetic', sm, snb, st, synth=sy, eval_bptt=70, test_batch_size=10), s, name=n)
-           for s in seeds[:1] for n, snb in (('synth_base', None), ('synth_snb', ss))]
+           for s in seeds[:1] for n, snb in (('synth_base', None), ('synth_snb', ss),         # the check, then two diagnostics of +SNB:
+                                             ('synth_snb_T1', replace(ss, train_temp=1.)), ('synth_snb_eta0', replace(ss, eta=0.)))]
     wt2 = {} if scale == 'cpu' else _lm_specs(lm_configs(scale, 'wikitext-2', data_path), seeds[:1] if scale == 'smoke' else seeds,
                                               seeds[:1] if scale == 'smoke' else mos_seeds, 'wt2_')
     fig5 = Spec(snapshot_lm, SnapshotExp(lm=main.cfg, lm_run=main.folder, max_tokens=pick(scale, smoke=500, default=5000)), main.seed,
