@@ -112,7 +112,8 @@ class _TanhScores(torch.autograd.Function):
         for t in range(0, T, stride):
             w = win[t:t + stride]
             s = torch.add(w, Q2[t:t + stride, None], out=Q.new_empty(w.shape)).sigmoid_()   # σ(2x), contiguous
-            torch.mv(s.view(-1, a), v2, out=out[t:t + stride].view(-1)); saved.append(s)
+            torch.mv(s.view(-1, a), v2, out=out[t:t + stride].view(-1))
+            if any(ctx.needs_input_grad[:3]): saved.append(s)                          # evaluation keeps one block at a time
         ctx.save_for_backward(v, *saved); ctx.stride, ctx.N = stride, P.shape[0]
         return out.sub_(v.sum())
 
