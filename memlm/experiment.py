@@ -225,8 +225,9 @@ def execute(spec: Spec, root: Path, *, deadline: float | None = None, rerun: boo
     root = Path(root); d = root/spec.folder
     rec = load_record(d)
     if rec is not None and rec['status'] == 'done' and not rerun: return rec
-    if rerun: shutil.rmtree(d, ignore_errors=True); shutil.rmtree(ckpt_home(d), ignore_errors=True); rec = None
-    if rec is not None and not ckpt_home(d).exists(): rec = None        # interrupted, its checkpoint lost: it starts over
+    ck = ckpt_home(d)
+    if rerun: shutil.rmtree(d, ignore_errors=True); shutil.rmtree(ck, ignore_errors=True); rec = None
+    if rec is not None and not ck.exists(): rec = None                  # interrupted, its checkpoint lost: it starts over
     d.mkdir(parents=True, exist_ok=True)
     if spec.extends is not None: _start_from(spec, d, root)
     device = torch.device(device) if device is not None else get_device()

@@ -160,15 +160,16 @@ class SpanBuffer(nn.Module):
         c, (T, n, _), K = self.cfg, h.shape, mem.shape[0]
         m, S, gap = c.n_slots, c.stride, c.gap
         valid, count = slot_mask(count, reset, T, c)
+        idx = slot_index(T, c, h.device)                                               # [T, m]
         if c.score == 'tanh':                                                          # Eq. 7 with Wu et al.'s tanh
             P = span_diffs(torch.cat([self.W_s(mem), self.W_s(src)]), gap)             # W_s s_i of every difference
             gamma = tanh_scores(P, self.W_h(h), self.v.weight[0], S, m)                # [T, m, n]
         else:                                                                          # as printed: v^T W_h h_t cancels
             w = self.W_s.weight.T @ self.v.weight[0]
-            gamma = span_diffs(torch.cat([mem @ w, src @ w]), gap)[slot_index(T, c, h.device)]
+            gamma = span_diffs(torch.cat([mem @ w, src @ w]), gap)[idx]
         gamma = gamma.transpose(1, 2).masked_fill(~valid, torch.finfo(h.dtype).min)    # [T, n, m]; finite: no NaN gradients
         alpha = torch.softmax(gamma, -1) * valid                                       # Eq. 6; no valid slot -> 0
-        idx, a = slot_index(T, c, h.device).expand(n, T, m), alpha.permute(1, 0, 2)
+        idx, a = idx.expand(n, T, m), alpha.permute(1, 0, 2)
         A = a.new_zeros(n, T, K + T).scatter_add(2, idx + gap, a)                      # the span's end ...
         if gap: A = A.scatter_add(2, idx, -a)                                          # ... minus its start (Eq. 4)
         xi = torch.baddbmm(torch.bmm(A[..., K:], src.transpose(0, 1)), A[..., :K], mem.transpose(0, 1))   # Eq. 5
