@@ -569,7 +569,7 @@ def snb_throughput(cfg: ThroughputExp, seed: int, ctx: RunContext) -> dict:
     return out
 
 # %% ../nbs/10_span_buffer.ipynb #05a936b5
-PARTS = ('lm', 'dynamic_eval', 'ablations', 'sweep', 'synthetic', 'wt2', 'figures', 'throughput')
+PARTS = ('lm', 'dynamic_eval', 'ablations', 'readings', 'sweep', 'synthetic', 'wt2', 'figures', 'throughput')
 
 def _train_cfg(scale: str, mos: bool = False) -> TrainConfig:
     "The training config of the LM runs at `scale` (the same for base and +SNB)."
@@ -629,6 +629,8 @@ def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Pla
     snb = cfgs['awd_snb'].snb
     abl = {'no_anneal_train': dict(train_temp=1.), 'no_reward': dict(eta=0.), 'no_rnn_minus': dict(rnn_minus=False)}
     ablations = [Spec(train_lm, replace(main.cfg, snb=replace(snb, **kw)), main.seed, name=k, data_id=did) for k, kw in abl.items()]
+    # the other reading of Eq. 4's indices: C_t is the prefix *of* the predicted word, so its newest span ends at h_t
+    readings = [Spec(train_lm, replace(main.cfg, snb=replace(snb, lag=0)), main.seed, name='lag0', data_id=did)]
     Ls, Bs = pick(scale, smoke=(2, 4), default=(4, 8)), pick(scale, smoke=(16, 32), default=(512, 2048))
     sweep = [main if (L, B) == (snb.span_len, snb.buffer_size) else
              Spec(train_lm, replace(main.cfg, snb=replace(snb, span_len=L, buffer_size=B)), main.seed, name=f'L{L}_B{B}', data_id=did)
@@ -644,7 +646,8 @@ def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Pla
     ss = SNBConfig(span_len=4, buffer_size=pick(scale, smoke=32, default=64), attn_size=pick(scale, smoke=16, default=32))
     syn = [Spec(train_lm, SNBExp('synthetic', sm, snb, st, synth=sy, eval_bptt=70, test_batch_size=10), s, name=n)
            for s in seeds[:1] for n, snb in (('synth_base', None), ('synth_snb', ss),         # the check, then two diagnostics of +SNB:
-                                             ('synth_snb_T1', replace(ss, train_temp=1.)), ('synth_snb_eta0', replace(ss, eta=0.)))]
+                                             ('synth_snb_T1', replace(ss, train_temp=1.)), ('synth_snb_eta0', replace(ss, eta=0.)),
+                                             ('synth_snb_lag0', replace(ss, lag=0)))]
     wt2 = {} if scale == 'cpu' else _lm_specs(lm_configs(scale, 'wikitext-2', data_path), seeds[:1] if scale == 'smoke' else seeds,
                                               seeds[:1] if scale == 'smoke' else mos_seeds, 'wt2_')
     fig5 = Spec(snapshot_lm, SnapshotExp(lm=main.cfg, lm_run=main.folder, max_tokens=pick(scale, smoke=500, default=5000)), main.seed,
@@ -654,6 +657,6 @@ def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Pla
                        threads=pick(scale, cpu=1, default=None), corpus=cfgs['awd'].corpus, synth=cfgs['awd'].synth, data_path=data_path,
                        grad_batches=pick(scale, smoke=2, default=8))
     return Plan('span_buffer', scale, {
-        'lm': [s for v in lms.values() for s in v], 'dynamic_eval': des, 'ablations': ablations, 'sweep': sweep,
+        'lm': [s for v in lms.values() for s in v], 'dynamic_eval': des, 'ablations': ablations, 'readings': readings, 'sweep': sweep,
         'synthetic': syn, 'wt2': [s for v in wt2.values() for s in v] + _de_specs(wt2, scale, ''), 'figures': [fig5],
         'throughput': [Spec(snb_throughput, tp, seeds[0], name='throughput', data_id=data_identity(cfgs['awd'].corpus))]})
