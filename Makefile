@@ -14,6 +14,7 @@
 #
 # Run checkpoints go to each run's ckpt/ (git-ignored), or under $MEMLM_CKPT when it is set in the environment:
 #   MEMLM_CKPT=/scratch/memlm make runs ...   (a disk that outlives the checkout keeps interrupted runs resumable)
+# A run stopped by Ctrl-C or `kill` (SIGINT/SIGTERM) checkpoints the step it reached first; the same command continues it.
 
 SHELL     := /bin/bash
 PYTHON    ?= python3

@@ -4,7 +4,7 @@
 
 # %% ../nbs/05_experiment.ipynb #db5b2726
 from __future__ import annotations
-import csv, hashlib, json, math, multiprocessing as mp, os, shutil, statistics, time, traceback
+import csv, hashlib, json, math, multiprocessing as mp, os, shutil, signal, statistics, time, traceback
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field, fields, is_dataclass, asdict, replace
 from pathlib import Path
@@ -12,7 +12,7 @@ from typing import Any, Callable
 import torch
 from .registry import (SCALES, check_scale, results_dir, provenance, write_json, _jsonable, get_device,
                             seed_everything, keep_freed_memory, markdown_table, _fmt)
-from .train import fit, TimeLimitReached
+from .train import fit, TimeLimitReached, Interrupted
 
 # %% auto #0
 __all__ = ['CLAIM_COLUMNS', 'VERDICTS', 'NotebookParams', 'snapshot', 'read_params', 'fn_name', 'config_dict', 'key_dict',
@@ -178,6 +178,7 @@ class ToyConfig:
     lr: float = 1e-2                 # Adam
     batch_size: int = 32
     sleep_s: float = 0.              # pause per epoch (lets tests place a deadline mid-run)
+    interrupt_epoch: int | None = field(default=None, metadata={'key': 'if_set'})   # send this process SIGINT in this epoch (tests Ctrl-C)
 
 def toy_regression(cfg: ToyConfig, seed: int, ctx: RunContext) -> dict:
     "Fit an MLP to y = sin(x @ w); returns the best validation loss and the final training loss."
@@ -191,11 +192,14 @@ def toy_regression(cfg: ToyConfig, seed: int, ctx: RunContext) -> dict:
     mse = lambda out, b: torch.nn.functional.mse_loss(out.squeeze(1), b[1])
     def val(m):
         with torch.no_grad(): return {'loss': mse(m(xv.to(ctx.device)), (xv, yv.to(ctx.device))).item()}
-    sleep = (lambda info: time.sleep(cfg.sleep_s) if info.batch_idx == 1 else None) if cfg.sleep_s else None
+    def pause(info):
+        if info.batch_idx != 1: return
+        if cfg.sleep_s: time.sleep(cfg.sleep_s)
+        if cfg.interrupt_epoch == info.epoch + 1: os.kill(os.getpid(), signal.SIGINT)
     task = BatchTask((xt, yt), loss_fn=mse, metrics={}, evaluate=val)
     tcfg = TrainConfig(optimizer='adam', lr=cfg.lr, weight_decay=0., clip=None, epochs=cfg.epochs, batch_size=cfg.batch_size,
                        patience=cfg.patience, seed=seed, progress=False)
-    hist = ctx.fit(model, task, tcfg, callbacks=[sleep] if sleep else ())
+    hist = ctx.fit(model, task, tcfg, callbacks=[pause])
     return dict(val_loss=val(model)['loss'], train_loss=hist[-1]['train_loss'])
 
 # %% ../nbs/05_experiment.ipynb #e1896370
@@ -234,9 +238,9 @@ def execute(spec: Spec, root: Path, *, deadline: float | None = None, rerun: boo
     keep_freed_memory()                                                # speed only: no number changes (see 01_registry)
     ctx = RunContext(d, device, deadline)
     seed_everything(spec.seed)
-    t0, status, metrics, error = time.time(), 'done', None, None
+    t0, status, metrics, error, stopped = time.time(), 'done', None, None, None
     try: metrics = spec.fn(spec.cfg, spec.seed, ctx)
-    except TimeLimitReached as e: status, error = 'incomplete', str(e)
+    except TimeLimitReached as e: status, error, stopped = 'incomplete', str(e), e
     wall = time.time() - t0 + ((rec or {}).get('wall_time_s') or 0)   # summed over the sessions it took
     last = ctx.fits[-1] if ctx.fits else {}
     rec = dict(name=spec.name, key=spec.key, fn=fn_name(spec.fn), config=config_dict(spec.cfg), seed=spec.seed,
@@ -245,6 +249,7 @@ def execute(spec: Spec, root: Path, *, deadline: float | None = None, rerun: boo
                stages=ctx.fits, train_time_s=round(sum(f['train_time_s'] for f in ctx.fits), 2), wall_time_s=round(wall, 2),
                sessions=(rec or {}).get('sessions', 0) + 1, note=error, provenance=provenance(device))
     write_json(d/'record.json', rec)
+    if isinstance(stopped, Interrupted): raise stopped                 # Ctrl-C / kill: recorded and checkpointed; the caller stops too
     return rec
 
 # %% ../nbs/05_experiment.ipynb #80229721
@@ -253,6 +258,7 @@ def _worker_init(threads: int | None):
 
 def _worker_run(spec: Spec, root: str, deadline, rerun: bool, device: str) -> dict:
     try: return execute(spec, Path(root), deadline=deadline, rerun=rerun, device=device)
+    except Interrupted: raise
     except Exception as e: raise RuntimeError(f'run {spec.folder} failed:\n{traceback.format_exc()}') from None
 
 class Results(dict):

@@ -4,7 +4,7 @@
 
 # %% ../nbs/03_train.ipynb #d4664bc3
 from __future__ import annotations
-import contextlib, math, os, random, time, warnings
+import contextlib, math, os, random, signal, threading, time, warnings
 from dataclasses import dataclass, asdict, field, replace
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
@@ -20,7 +20,7 @@ from .evaluate import evaluate, model_device
 __all__ = ['TrainConfig', 'make_optimizer', 'epoch_generator', 'partial_shuffle', 'lm_loss', 'LMTask', 'accuracy', 'BatchTask',
            'save_checkpoint', 'load_checkpoint', 'load_model', 'rng_state', 'set_rng_state', 'nonmono_trigger',
            'averaged_weights', 'epochs_since_improvement', 'decayed_lr', 'NonFiniteLossError', 'TimeLimitReached',
-           'StepInfo', 'Run', 'start_run', 'train_step', 'train_epoch', 'end_epoch', 'fit', 'finish']
+           'Interrupted', 'StepInfo', 'Run', 'start_run', 'train_step', 'train_epoch', 'end_epoch', 'fit', 'finish']
 
 # %% ../nbs/03_train.ipynb #ebd7d26a
 @dataclass
@@ -294,6 +294,25 @@ class NonFiniteLossError(FloatingPointError):
 class TimeLimitReached(Exception):
     "Training stopped at a wall-clock deadline with everything checkpointed; the same call later continues it."
 
+class Interrupted(TimeLimitReached):
+    "Training stopped by SIGINT (Ctrl-C, a notebook interrupt) or SIGTERM (`kill`), checkpointed like a deadline."
+
+class _Signals:
+    "In `fit` with a ckpt_dir: the first SIGINT/SIGTERM only sets `caught` (training then checkpoints and stops); a second one acts as usual."
+    def __init__(self, active: bool): self.active, self.caught, self.old = active, None, {}
+    def __enter__(self):
+        if self.active and threading.current_thread() is threading.main_thread():   # Python handles signals in the main thread only
+            self.old = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+            for s in self.old: signal.signal(s, self._catch)
+        return self
+    def _catch(self, sig, frame):
+        self.caught = signal.Signals(sig).name
+        self._restore()
+    def _restore(self):
+        for s, h in self.old.items(): signal.signal(s, h if h is not None else signal.SIG_DFL)
+        self.old = {}
+    def __exit__(self, *exc): self._restore()
+
 def _check_finite(pending: list, ckpt: Path | None):
     "Raise on the first non-finite `(epoch, step, loss, grad_norm)` in `pending`; empties it."
     if not pending: return
@@ -391,8 +410,9 @@ def train_step(run: Run, batch, extra_loss: Callable | None = None) -> StepInfo:
     return StepInfo(run.model, run.opt, run.task, cfg, st['epoch'], st['step'], st['batch'], batch, out, loss.detach(), lr)
 
 # %% ../nbs/03_train.ipynb #4616b2f7
-def train_epoch(run: Run, extra_loss=None, callbacks=(), task_state: dict | None = None, deadline: float | None = None) -> bool:
-    "Train the current epoch of `run` to its end; True when a callback asked to stop. Past `deadline` (a `time.time()`), checkpoint and raise `TimeLimitReached`."
+def train_epoch(run: Run, extra_loss=None, callbacks=(), task_state: dict | None = None, deadline: float | None = None,
+                signals: _Signals | None = None) -> bool:
+    "Train the current epoch of `run` to its end; True when a callback asked to stop. Past `deadline` (a `time.time()`), checkpoint and raise `TimeLimitReached`; after a caught signal, `Interrupted`."
     st, cfg, task = run.st, run.cfg, run.task
     run.model.train()
     batches = task.batches(st['epoch'], epoch_generator(cfg.seed, st['epoch']))
@@ -418,6 +438,10 @@ def train_epoch(run: Run, extra_loss=None, callbacks=(), task_state: dict | None
                 st['ep_time'] += time.time() - t0; t0 = time.time()
                 _checkpoint(run, task.state_dict())
                 raise TimeLimitReached(f"deadline reached at epoch {st['epoch'] + 1}, step {st['step']}; checkpoint {run.last}")
+            if signals is not None and signals.caught:              # Ctrl-C or kill: the same, one step late at most
+                st['ep_time'] += time.time() - t0; t0 = time.time()
+                _checkpoint(run, task.state_dict())
+                raise Interrupted(f"{signals.caught} at epoch {st['epoch'] + 1}, step {st['step']}; checkpoint {run.last}")
             if info.stop: return True
         return False
     finally:
@@ -490,12 +514,15 @@ def fit(model,                           # the model to train (on its device)
     "Train `model` on `task` as `cfg` says; returns the per-epoch metrics."
     if deadline is not None and ckpt_dir is None: raise ValueError('a deadline needs a ckpt_dir to save the interrupted run in')
     run, task_state = start_run(model, task, cfg, ckpt_dir, make_optimizer)
-    while run.st['epoch'] < cfg.epochs and not run.st['done']:
-        stop = train_epoch(run, extra_loss, callbacks, task_state, deadline); task_state = None
-        m = end_epoch(run, stop)
-        _checkpoint(run)
-        if log is not None: log(name, **m)
-        if cfg.progress: tqdm.write(_summary(m))
+    with _Signals(ckpt_dir is not None) as signals:
+        while run.st['epoch'] < cfg.epochs and not run.st['done']:
+            stop = train_epoch(run, extra_loss, callbacks, task_state, deadline, signals); task_state = None
+            m = end_epoch(run, stop)
+            _checkpoint(run)
+            if log is not None: log(name, **m)
+            if cfg.progress: tqdm.write(_summary(m))
+            if signals.caught and not run.st['done']:               # caught during validation: the epoch is saved
+                raise Interrupted(f"{signals.caught} after epoch {run.st['epoch']}; checkpoint {run.last}")
     finish(run)
     return run.st['history']
 
