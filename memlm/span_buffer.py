@@ -16,15 +16,16 @@ from .train import TrainConfig, LMTask, lm_loss, load_model
 from .evaluate import evaluate, lm_windows, dynamic_evaluate, DynEvalConfig, gradient_stats, model_device
 
 # %% auto #0
-__all__ = ['POLICIES', 'PARTS', 'SNBConfig', 'span_diffs', 'slot_index', 'slot_mask', 'slot_windows', 'tanh_scores', 'SpanBuffer',
-           'gate_logprobs', 'interpolate', 'mix', 'SNBState', 'SNBAux', 'SpanBufferLM', 'snb_settings',
-           'intrinsic_reward', 'snb_extra_loss', 'SNBTask', 'snb_evaluate', 'attention_snapshot', 'SynthConfig',
-           'lm_corpus', 'SNBExp', 'build_lm', 'train_lm', 'trained_lm', 'DynEvalExp', 'dyneval_lm', 'SnapshotExp',
-           'snapshot_lm', 'MixtureFloorLM', 'WholeMixtureLM', 'ThroughputExp', 'reward_grad_ratio', 'snb_throughput',
-           'lm_configs', 'make_plan']
+__all__ = ['POLICIES', 'REWARD_FORMS', 'PARTS', 'SNBConfig', 'span_diffs', 'slot_index', 'slot_mask', 'slot_windows',
+           'tanh_scores', 'SpanBuffer', 'gate_logprobs', 'interpolate', 'mix', 'SNBState', 'SNBAux', 'SpanBufferLM',
+           'snb_settings', 'intrinsic_reward', 'reward_term', 'snb_extra_loss', 'SNBTask', 'snb_evaluate',
+           'attention_snapshot', 'SynthConfig', 'lm_corpus', 'SNBExp', 'build_lm', 'train_lm', 'trained_lm',
+           'DynEvalExp', 'dyneval_lm', 'SnapshotExp', 'snapshot_lm', 'MixtureFloorLM', 'WholeMixtureLM',
+           'ThroughputExp', 'reward_grad_ratio', 'snb_throughput', 'lm_configs', 'make_plan']
 
 # %% ../nbs/10_span_buffer.ipynb #62399e8a
 POLICIES = ('gate', 'rnn', 'buffer', 'oracle')   # evaluation policies: Eq. 9 with the gate; λ≡0; λ≡1; max(p, q) (a bound)
+REWARD_FORMS = ('log', 'expected', 'sampled')     # the reward term: r log λ as printed; r λ, its expectation over a ~ λ; r 1[a = buffer] log λ, a sampled
 
 @dataclass
 class SNBConfig:
@@ -49,6 +50,8 @@ class SNBConfig:
     beta: float = 3.                 # slope of the leaky ReLU below 0 (Eq. 13)
     eps: float = 1e-10               # Eq. 12's epsilon
     reward_temp: float = 1.          # temperature of lambda inside the reward term
+    reward_form: str = field(default='log', metadata={'key': 'if_set'})   # the reward term, one of REWARD_FORMS (see *Training*)
+    gate_input: str = field(default='h', metadata={'key': 'if_set'})      # what W_g observes: 'h' (Eq. 10: h_t) | 'h_xi' ([h_t; xi_t], ours: the gate sees what the buffer found)
     policy_grad_to_lm: bool = False  # let the reward term's gradient reach h_t (the LM) as well as W_g
     policy: str = 'gate'             # how an evaluation-mode forward predicts: one of POLICIES
 
@@ -56,6 +59,8 @@ class SNBConfig:
         if self.score not in ('tanh', 'linear'): raise ValueError(f"score must be 'tanh' or 'linear', got {self.score!r}")
         if self.span_source not in ('raw', 'dropped'): raise ValueError(f"span_source must be 'raw' or 'dropped', got {self.span_source!r}")
         if self.policy not in POLICIES: raise ValueError(f'unknown policy {self.policy!r}; valid: {POLICIES}')
+        if self.reward_form not in REWARD_FORMS: raise ValueError(f'unknown reward_form {self.reward_form!r}; valid: {REWARD_FORMS}')
+        if self.gate_input not in ('h', 'h_xi'): raise ValueError(f"gate_input must be 'h' or 'h_xi', got {self.gate_input!r}")
         if self.rnn_minus and self.buffer_size % self.span_len: raise ValueError(f'buffer_size {self.buffer_size} is not a multiple of span_len {self.span_len}')
         if self.n_slots < 1 or self.lag < 0: raise ValueError('need at least one slot and lag >= 0')
         if self.rnn_minus and self.gap < 1: raise ValueError(f'an RNN-minus span needs a gap >= 1 (span_len {self.span_len}, minus_gap {self.minus_gap})')
@@ -224,6 +229,7 @@ class SNBAux(NamedTuple):
     gate: Tensor    # [T, n, 2] W_g h_t
     has: Tensor     # [T, n] the buffer has at least one valid slot
     alpha: Tensor | None  # [T, n, m] attention weights (with `record_attn`)
+    gate_in: Tensor | None = None  # [T, n, ·] what the gate observed: h_t, or [h_t; xi_t] (`gate_input='h_xi'`)
 
 class SpanBufferLM(nn.Module):
     "AWD-LSTM (softmax or MoS head) + span-based neural buffer + gate, following the `LMOutput` contract."
@@ -232,7 +238,7 @@ class SpanBufferLM(nn.Module):
         self.lm = AWDLSTM(lm_cfg)                    # built first: the same seed gives the base LM's initial weights
         d = lm_cfg.last_size
         self.buffer = SpanBuffer(d, lm_cfg.emsize, cfg)
-        self.gate = nn.Linear(d, 2, bias=cfg.gate_bias)   # W_g (Eq. 10)
+        self.gate = nn.Linear(d + (lm_cfg.emsize if cfg.gate_input == 'h_xi' else 0), 2, bias=cfg.gate_bias)   # W_g (Eq. 10)
         self.snb, self.aux, self.record_attn = cfg, None, False
 
     @property
@@ -259,8 +265,9 @@ class SpanBufferLM(nn.Module):
         xi = locked_dropout(xi, p_drop, self.training)
         dec = self.lm.decoder
         log_q = F.log_softmax(F.linear(xi, dec.weight, dec.bias if c.q_bias else None), -1)   # Eq. 8
-        g, has = self.gate(h), valid.any(-1)
-        self.aux = SNBAux(out.logp, log_q, g, has, alpha.detach() if self.record_attn else None)
+        gin = h if c.gate_input == 'h' else torch.cat([h, xi], -1)
+        g, has = self.gate(gin), valid.any(-1)
+        self.aux = SNBAux(out.logp, log_q, g, has, alpha.detach() if self.record_attn else None, gin)
         if self.training and targets is not None:                                     # Eq. 9 at the next word only: [T, n]
             lp, lq = (t.gather(-1, targets[..., None]) for t in (out.logp, log_q))
             logp = mix(lp, lq, g, has, 'gate', c.train_temp)[..., 0]
@@ -285,16 +292,23 @@ def intrinsic_reward(log_q: Tensor, log_p: Tensor, cfg: SNBConfig = SNBConfig())
     z = torch.exp(torch.clamp(cfg.kappa * log_ratio, max=math.log(cfg.a))) - cfg.b     # min(ratio^κ, a) - b
     return torch.where(z >= 0, z, cfg.beta * z).detach()
 
+def reward_term(r: Tensor, log_lam: Tensor, form: str = 'log') -> Tensor:
+    "What the gate maximises per position: `r log λ` (Eq. 11 as printed), `r λ` (the same term's expectation over a choice a ~ Bernoulli(λ) of the buffer, REINFORCE's expected gradient r ∇λ) or `r 1[a = buffer] log λ` with `a` drawn."
+    if form == 'log': return r * log_lam
+    if form == 'expected': return r * log_lam.exp()
+    if form == 'sampled': return torch.bernoulli(log_lam.detach().exp()) * r * log_lam
+    raise ValueError(f'unknown reward_form {form!r}; valid: {REWARD_FORMS}')
+
 def snb_extra_loss(model: SpanBufferLM, batch, out) -> Tensor:
-    "−η r_t log λ_t (Eq. 11), λ at `reward_temp`, averaged over all targets of the window; positions with an empty buffer add 0."
+    "−η r_t log λ_t (Eq. 11; `reward_form` picks the reading), λ at `reward_temp`, averaged over all targets of the window; positions with an empty buffer add 0."
     c, aux = model.snb, model.aux
     if c.eta == 0: return out.logp.new_zeros(())
     y = batch[1]
     lp, lq = (t.gather(-1, y[..., None])[..., 0] for t in (aux.log_p, aux.log_q))
     r = intrinsic_reward(lq, lp, c)
-    h = out.outputs[-1]
-    log_lam = F.log_softmax(model.gate(h if c.policy_grad_to_lm else h.detach()) / c.reward_temp, -1)[..., 1]
-    return -c.eta * torch.where(aux.has, r * log_lam, 0.).sum() / y.numel()
+    gin = aux.gate_in                                                     # h_t (Eq. 10), or [h_t; xi_t]
+    log_lam = F.log_softmax(model.gate(gin if c.policy_grad_to_lm else gin.detach()) / c.reward_temp, -1)[..., 1]
+    return -c.eta * torch.where(aux.has, reward_term(r, log_lam, c.reward_form), 0.).sum() / y.numel()
 
 # %% ../nbs/10_span_buffer.ipynb #99be9186
 class SNBTask(LMTask):
@@ -321,15 +335,15 @@ def snb_evaluate(model: SpanBufferLM,
                 ) -> dict:
     "One pass: loss/ppl of the gated model at `eval_temp` and of the other Table 3 policies, PoU (Eq. 15), the oracle's PoU."
     c, dev = model.snb, model_device(model)
-    nll = dict.fromkeys(('gate', 't1', 'rnn', 'buffer', 'oracle'), 0.)
-    cnt = dict.fromkeys(('pou', 'oracle_pou', 'lam', 'has'), 0.)
+    nll = dict.fromkeys(('gate', 't1', 'train_t', 'rnn', 'buffer', 'oracle'), 0.)
+    cnt = dict.fromkeys(('pou', 'oracle_pou', 'lam', 'has', 'margin'), 0.)
     n, hidden = 0, None
     with eval_mode(model):
         for x, y, reset in lm_windows(data.to(dev), batch_size, bptt, articles):
             hidden = model(x, None if reset else hidden).hidden
             a = model.aux
             lp, lq = (t.gather(-1, y[..., None])[..., 0] for t in (a.log_p, a.log_q))
-            for k, temp in (('gate', c.eval_temp), ('t1', 1.)):
+            for k, temp in (('gate', c.eval_temp), ('t1', 1.), ('train_t', c.train_temp)):
                 ll, l1m = gate_logprobs(a.gate, a.has, temp)
                 nll[k] += -torch.logaddexp(ll + lq, l1m + lp).double().sum()
             nll['rnn'] += -lp.double().sum()
@@ -339,11 +353,13 @@ def snb_evaluate(model: SpanBufferLM,
             cnt['oracle_pou'] += (a.has & (lq > lp)).sum()
             cnt['lam'] += gate_logprobs(a.gate, a.has, c.eval_temp)[0].exp().double().sum()
             cnt['has'] += a.has.sum()
+            cnt['margin'] += torch.where(a.has, a.gate[..., 1] - a.gate[..., 0], 0.).double().sum()
             n += y.numel()
     ppl = lambda k: math.exp(min(float(nll[k]) / n, 700.))
-    return dict(loss=float(nll['gate']) / n, ppl=ppl('gate'), tokens=n, ppl_no_anneal_test=ppl('t1'), ppl_rnn=ppl('rnn'),
+    return dict(loss=float(nll['gate']) / n, ppl=ppl('gate'), tokens=n, ppl_no_anneal_test=ppl('t1'), ppl_train_temp=ppl('train_t'), ppl_rnn=ppl('rnn'),
                 ppl_buffer=ppl('buffer'), ppl_oracle=ppl('oracle'), pou=float(cnt['pou']) / n, oracle_pou=float(cnt['oracle_pou']) / n,
-                mean_lambda=float(cnt['lam']) / n, buffer_coverage=float(cnt['has']) / n)
+                mean_lambda=float(cnt['lam']) / n, buffer_coverage=float(cnt['has']) / n,
+                gate_margin=float(cnt['margin']) / max(float(cnt['has']), 1.))   # mean buffer-minus-RNN gate logit (T = 1) where there is a buffer
 
 # %% ../nbs/10_span_buffer.ipynb #21404a02
 @torch.no_grad()
@@ -444,6 +460,7 @@ def train_lm(cfg: SNBExp, seed: int, ctx: RunContext) -> dict:
     if snb:
         out |= {f'test_{k}': v for k, v in test.items() if k not in ('loss', 'ppl', 'tokens')}
         out |= dict(val_pou=val['pou'], val_oracle_pou=val['oracle_pou'])
+        out['reward_grad_ratio'] = reward_grad_ratio(model, corpus.train, cfg.train.batch_size, cfg.train.bptt, 8)   # at the end (at η = 1), cf. the throughput run's at the start
     if cfg.corpus == 'synthetic':
         out |= dict(oracle_test_ppl=corpus.meta['oracle_ppl']['test'], short_memory_test_ppl=corpus.meta['short_memory_oracle_ppl']['test'])
     return out
@@ -629,8 +646,10 @@ def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Pla
     snb = cfgs['awd_snb'].snb
     abl = {'no_anneal_train': dict(train_temp=1.), 'no_reward': dict(eta=0.), 'no_rnn_minus': dict(rnn_minus=False)}
     ablations = [Spec(train_lm, replace(main.cfg, snb=replace(snb, **kw)), main.seed, name=k, data_id=did) for k, kw in abl.items()]
-    # the other reading of Eq. 4's indices: C_t is the prefix *of* the predicted word, so its newest span ends at h_t
-    readings = [Spec(train_lm, replace(main.cfg, snb=replace(snb, lag=0)), main.seed, name='lag0', data_id=did)]
+    # what the paper leaves open, tried on PTB: the other reading of Eq. 4's indices (C_t is the prefix *of* the predicted word,
+    # so its newest span ends at h_t), and a smaller eta (the paper gives none; see 'Which spans')
+    readings = [Spec(train_lm, replace(main.cfg, snb=replace(snb, **kw)), main.seed, name=k, data_id=did)
+                for k, kw in {'lag0': dict(lag=0), 'eta0.1': dict(eta=0.1)}.items()]
     Ls, Bs = pick(scale, smoke=(2, 4), default=(4, 8)), pick(scale, smoke=(16, 32), default=(512, 2048))
     sweep = [main if (L, B) == (snb.span_len, snb.buffer_size) else
              Spec(train_lm, replace(main.cfg, snb=replace(snb, span_len=L, buffer_size=B)), main.seed, name=f'L{L}_B{B}', data_id=did)
@@ -647,7 +666,8 @@ def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Pla
     syn = [Spec(train_lm, SNBExp('synthetic', sm, snb, st, synth=sy, eval_bptt=70, test_batch_size=10), s, name=n)
            for s in seeds[:1] for n, snb in (('synth_base', None), ('synth_snb', ss),         # the check, then two diagnostics of +SNB:
                                              ('synth_snb_T1', replace(ss, train_temp=1.)), ('synth_snb_eta0', replace(ss, eta=0.)),
-                                             ('synth_snb_lag0', replace(ss, lag=0)))]
+                                             ('synth_snb_lag0', replace(ss, lag=0)), ('synth_snb_expected', replace(ss, reward_form='expected')),
+                                             ('synth_snb_sampled', replace(ss, reward_form='sampled')), ('synth_snb_gate_xi', replace(ss, gate_input='h_xi')))]
     wt2 = {} if scale == 'cpu' else _lm_specs(lm_configs(scale, 'wikitext-2', data_path), seeds[:1] if scale == 'smoke' else seeds,
                                               seeds[:1] if scale == 'smoke' else mos_seeds, 'wt2_')
     fig5 = Spec(snapshot_lm, SnapshotExp(lm=main.cfg, lm_run=main.folder, max_tokens=pick(scale, smoke=500, default=5000)), main.seed,
