@@ -434,14 +434,12 @@ def train_epoch(run: Run, extra_loss=None, callbacks=(), task_state: dict | None
             if cfg.ckpt_every and st['step'] % cfg.ckpt_every == 0:
                 st['ep_time'] += time.time() - t0; t0 = time.time()
                 _checkpoint(run, task.state_dict())
-            if deadline is not None and time.time() >= deadline:   # a job limit: save where we are, resume later
+            late = deadline is not None and time.time() >= deadline   # a job limit: save where we are, resume later
+            if late or (signals is not None and signals.caught):     # Ctrl-C or kill: the same, one step late at most
                 st['ep_time'] += time.time() - t0; t0 = time.time()
                 _checkpoint(run, task.state_dict())
-                raise TimeLimitReached(f"deadline reached at epoch {st['epoch'] + 1}, step {st['step']}; checkpoint {run.last}")
-            if signals is not None and signals.caught:              # Ctrl-C or kill: the same, one step late at most
-                st['ep_time'] += time.time() - t0; t0 = time.time()
-                _checkpoint(run, task.state_dict())
-                raise Interrupted(f"{signals.caught} at epoch {st['epoch'] + 1}, step {st['step']}; checkpoint {run.last}")
+                where = f"at epoch {st['epoch'] + 1}, step {st['step']}; checkpoint {run.last}"
+                raise TimeLimitReached(f'deadline reached {where}') if late else Interrupted(f'{signals.caught} {where}')
             if info.stop: return True
         return False
     finally:
