@@ -4,7 +4,7 @@
 
 # %% ../nbs/00_data.ipynb #9c7226ed
 from __future__ import annotations
-import functools, hashlib, math, os, re, shutil, tarfile, tempfile, urllib.request, zipfile, zlib
+import functools, hashlib, math, os, random, re, shutil, tarfile, tempfile, urllib.request, zipfile, zlib
 from array import array
 from dataclasses import dataclass, field
 from itertools import islice
@@ -21,7 +21,8 @@ __all__ = ['EOS', 'UNK', 'SPLITS', 'SOURCES', 'IMDB_URL', 'repo_root', 'data_dir
            'encode_file', 'Corpus', 'Source', 'sources_table', 'ChecksumError', 'DataNotFoundError', 'sha256sum',
            'verify_file', 'download', 'extract', 'ensure_corpus', 'has_corpus', 'load_corpus', 'batchify',
            'bptt_batches', 'read_conll2003', 'iob1_to_iob2', 'iob2_to_bioes', 'iob1_to_bioes', 'tokenize_imdb',
-           'read_imdb', 'read_cbt', 'ner_fixture', 'imdb_fixture', 'number_prediction', 'synthetic_corpus', 'lm_corpus']
+           'read_imdb', 'read_cbt', 'ner_fixture', 'imdb_fixture', 'number_prediction', 'synthetic_corpus',
+           'recall_corpus', 'lm_corpus']
 
 # %% ../nbs/00_data.ipynb #a99dd96a
 def repo_root() -> Path:
@@ -527,6 +528,59 @@ def synthetic_corpus(n_train=100_000, n_valid=10_000, n_test=10_000, # tokens pe
     for split in ('valid', 'test'): meta['bigram_ppl'][split] = math.exp(_bigram_nll(data['train'], data[split], vocab_size))
     if article_len is not None: itos.append('=')
     return Corpus(f'synthetic-d{d}', Vocab(itos), **data, articles=arts, meta=meta)
+
+# %% ../nbs/00_data.ipynb #37a711e3
+def recall_corpus(n_train=100_000, n_valid=10_000, n_test=10_000, # tokens per split
+                  vocab_size=64, # fillers + n_content + 2 markers
+                  phrase_len=4, # words per phrase
+                  n_content=16, # C: the phrase words' vocabulary
+                  gap=60, # filler tokens at least between a phrase and its repeat
+                  p_new=0.05, # chance per free position that a phrase opens (when none is pending)
+                  p_rep=0.2, # chance per position, after the gap, that the pending phrase repeats
+                  steps=(0.5, 0.25, 0.15, 0.1), # P(delta = 1, 2, ...) of the filler walk
+                  echo=False, # write each word of a new phrase twice (`NEW c c`): the word then predicts the next token, so an LM's state holds it
+                  seed=0,
+                 ) -> Corpus:
+    "Filler walk with phrases that repeat `gap`+ tokens later after a `REP` marker; oracle perplexities and `focus` masks in `meta`."
+    F_ = vocab_size - n_content - 2
+    if F_ <= len(steps): raise ValueError(f'vocab_size {vocab_size} leaves {F_} fillers; need more than {len(steps)}')
+    if not (0 < p_new <= 1 and 0 < p_rep <= 1): raise ValueError('p_new and p_rep must lie in (0, 1]')
+    rng = random.Random(seed)
+    perm = list(range(F_)); rng.shuffle(perm)            # the same filler bigrams in every split
+    NEW, REP = F_ + n_content, F_ + n_content + 1
+    itos = [f'w{i}' for i in range(F_)] + [f'c{i}' for i in range(n_content)] + ['NEW', 'REP']
+    lstep, lC = [math.log(s) for s in steps], math.log(n_content)
+    data, meta = {}, dict(oracle_ppl={}, short_memory_oracle_ppl={}, focus={}, recall_frac={}, gap=gap, seed=seed)
+    for split, n in zip(SPLITS, (n_train, n_valid, n_test)):
+        tok, lo, lr_, foc = [], [], [], []                # token, oracle log-prob, no-recall log-prob, repeated word?
+        def emit(t, o, r=None, f=False): tok.append(t); lo.append(o); lr_.append(o if r is None else r); foc.append(f)
+        walk, pending, since = rng.randrange(F_), None, 0
+        emit(perm[walk], -math.log(F_))
+        while len(tok) < n:
+            due = pending is not None and since >= gap
+            if due and rng.random() < p_rep:
+                emit(REP, math.log(p_rep))
+                for w in pending: emit(w, 0., -lC, True)
+                pending, since = None, 0
+            elif pending is None and rng.random() < p_new:
+                emit(NEW, math.log(p_new))
+                pending = [F_ + rng.randrange(n_content) for _ in range(phrase_len)]
+                for w in pending:
+                    emit(w, -lC)
+                    if echo: emit(w, 0.)                   # the echo is certain given the word before it
+                since = 0
+            else:                                          # a filler: P(no event here) * P(step)
+                delta = rng.choices(range(1, len(steps) + 1), steps)[0]
+                walk = (walk + delta) % F_
+                stay = math.log(1 - p_rep) if due else (0. if pending is not None else math.log(1 - p_new))
+                emit(perm[walk], stay + lstep[delta - 1])
+                since += pending is not None
+        data[split] = torch.tensor(tok[:n])
+        meta['focus'][split] = torch.tensor(foc[:n])
+        meta['oracle_ppl'][split] = math.exp(-sum(lo[1:n]) / (n - 1))
+        meta['short_memory_oracle_ppl'][split] = math.exp(-sum(lr_[1:n]) / (n - 1))   # no recall: repeated words at 1/C
+        meta['recall_frac'][split] = sum(foc[1:n]) / (n - 1)
+    return Corpus(f'recall-g{gap}', Vocab(itos), **data, meta=meta)
 
 # %% ../nbs/00_data.ipynb #373a73ed
 @functools.lru_cache(maxsize=4)

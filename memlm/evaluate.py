@@ -12,8 +12,8 @@ from .data import batchify, bptt_batches
 from .models import detach, eval_mode
 
 # %% auto #0
-__all__ = ['lm_windows', 'model_device', 'evaluate', 'grad_eval_mode', 'gradient_stats', 'DynEvalConfig', 'dyneval_state',
-           'rms_update', 'sgd_update', 'dynamic_evaluate']
+__all__ = ['lm_windows', 'model_device', 'focus_windows', 'evaluate', 'grad_eval_mode', 'gradient_stats', 'DynEvalConfig',
+           'dyneval_state', 'rms_update', 'sgd_update', 'dynamic_evaluate']
 
 # %% ../nbs/04_evaluate.ipynb #5e57c85c
 def lm_windows(data: torch.Tensor,   # 1-D token stream
@@ -39,23 +39,36 @@ def model_device(model) -> torch.device:
 
 def _ppl(loss: float) -> float: return math.exp(loss) if loss < 700 else math.inf
 
+def focus_windows(focus, data, batch_size, bptt, articles=None):
+    "The target-side windows (`y[T,B]`, bool) of a mask over `data`, aligned with `lm_windows(data, ...)`; None without a mask."
+    if focus is None: return None
+    if focus.shape != data.shape: raise ValueError(f'focus mask {tuple(focus.shape)} does not match the data {tuple(data.shape)}')
+    return (y.bool() for _, y, _ in lm_windows(focus.to(data.device).long(), batch_size, bptt, articles))
+
 @torch.no_grad()
 def evaluate(model,                  # a language model following the `LMOutput` contract
              data: torch.Tensor,     # 1-D token stream (a split of a `Corpus`)
              batch_size: int = 10,   # parallel streams; the papers report test perplexity at batch size 1
              bptt: int = 70,         # window length
              articles=None,          # start offsets of articles: reset the state there (needs batch_size=1)
+             focus=None,             # bool mask over `data`: also score the tokens it marks alone (`focus_ppl`, `focus_tokens`)
             ) -> dict:
-    "Stateful perplexity of `model` on `data`: `dict(loss, ppl, tokens)`."
+    "Stateful perplexity of `model` on `data`: `dict(loss, ppl, tokens)` (+ `focus_ppl`, `focus_tokens` with a `focus` mask)."
     data, nll, n, hidden = data.to(model_device(model)), 0., 0, None
+    marks = focus_windows(focus, data, batch_size, bptt, articles)
+    fnll, fn = 0., 0
     with eval_mode(model):
         for x, y, reset in lm_windows(data, batch_size, bptt, articles):
             out = model(x, None if reset else hidden)
             hidden = out.hidden
-            nll = nll + F.nll_loss(out.logp.reshape(-1, out.logp.size(-1)), y.reshape(-1), reduction='sum').double()
+            logp, y = out.logp.reshape(-1, out.logp.size(-1)), y.reshape(-1)
+            if marks is None: nll = nll + F.nll_loss(logp, y, reduction='sum').double()
+            else:
+                tok, m = F.nll_loss(logp, y, reduction='none').double(), next(marks).reshape(-1)
+                nll, fnll, fn = nll + tok.sum(), fnll + tok[m].sum(), fn + int(m.sum())
             n += y.numel()
     loss = float(nll) / n
-    return dict(loss=loss, ppl=_ppl(loss), tokens=n)
+    return dict(loss=loss, ppl=_ppl(loss), tokens=n) | ({} if marks is None else dict(focus_ppl=_ppl(float(fnll) / max(fn, 1)), focus_tokens=fn))
 
 # %% ../nbs/04_evaluate.ipynb #64242919
 @contextlib.contextmanager

@@ -11,16 +11,16 @@ import torch
 import torch.nn.functional as F
 from torch import nn, Tensor
 from .models import AWDLSTM, AWDLSTMConfig, LMOutput, detach, eval_mode, locked_dropout, throughput, LMStep, target_nll
-from .data import batchify, load_corpus, synthetic_corpus
+from .data import batchify, load_corpus, synthetic_corpus, recall_corpus
 from .train import TrainConfig, LMTask, lm_loss, load_model
-from .evaluate import evaluate, lm_windows, dynamic_evaluate, DynEvalConfig, gradient_stats, model_device
+from .evaluate import evaluate, lm_windows, focus_windows, dynamic_evaluate, DynEvalConfig, gradient_stats, model_device
 
 # %% auto #0
 __all__ = ['POLICIES', 'REWARD_FORMS', 'PARTS', 'SNBConfig', 'span_diffs', 'slot_index', 'slot_mask', 'slot_windows',
            'tanh_scores', 'SpanBuffer', 'gate_logprobs', 'interpolate', 'mix', 'SNBState', 'SNBAux', 'SpanBufferLM',
            'snb_settings', 'intrinsic_reward', 'reward_term', 'snb_extra_loss', 'SNBTask', 'snb_evaluate',
-           'attention_snapshot', 'SynthConfig', 'lm_corpus', 'SNBExp', 'build_lm', 'train_lm', 'trained_lm',
-           'DynEvalExp', 'dyneval_lm', 'SnapshotExp', 'snapshot_lm', 'MixtureFloorLM', 'WholeMixtureLM',
+           'attention_snapshot', 'SynthConfig', 'RecallConfig', 'lm_corpus', 'SNBExp', 'build_lm', 'train_lm',
+           'trained_lm', 'DynEvalExp', 'dyneval_lm', 'SnapshotExp', 'snapshot_lm', 'MixtureFloorLM', 'WholeMixtureLM',
            'ThroughputExp', 'reward_grad_ratio', 'snb_throughput', 'lm_configs', 'make_plan']
 
 # %% ../nbs/10_span_buffer.ipynb #62399e8a
@@ -332,12 +332,14 @@ def snb_evaluate(model: SpanBufferLM,
                  data: Tensor,                 # 1-D token stream
                  batch_size: int = 10, bptt: int = 70,
                  articles=None,                # article starts: reset the whole state there (batch_size=1)
+                 focus=None,                   # bool mask over `data`: also score the marked tokens alone (gate, RNN, buffer; PoU there and elsewhere)
                 ) -> dict:
     "One pass: loss/ppl of the gated model at `eval_temp` and of the other Table 3 policies, PoU (Eq. 15), the oracle's PoU."
     c, dev = model.snb, model_device(model)
     nll = dict.fromkeys(('gate', 't1', 'train_t', 'rnn', 'buffer', 'oracle'), 0.)
     cnt = dict.fromkeys(('pou', 'oracle_pou', 'lam', 'has', 'margin'), 0.)
-    n, hidden = 0, None
+    fnll, fcnt = dict.fromkeys(('gate', 'rnn', 'buffer'), 0.), dict.fromkeys(('n', 'pou'), 0.)
+    n, hidden, marks = 0, None, focus_windows(focus, data, batch_size, bptt, articles)
     with eval_mode(model):
         for x, y, reset in lm_windows(data.to(dev), batch_size, bptt, articles):
             hidden = model(x, None if reset else hidden).hidden
@@ -346,8 +348,13 @@ def snb_evaluate(model: SpanBufferLM,
             for k, temp in (('gate', c.eval_temp), ('t1', 1.), ('train_t', c.train_temp)):
                 ll, l1m = gate_logprobs(a.gate, a.has, temp)
                 nll[k] += -torch.logaddexp(ll + lq, l1m + lp).double().sum()
+                if k == 'gate': lg = torch.logaddexp(ll + lq, l1m + lp)
             nll['rnn'] += -lp.double().sum()
             nll['buffer'] += -torch.where(a.has, lq, lp).double().sum()
+            if marks is not None:
+                m = next(marks)
+                for k, v in (('gate', lg), ('rnn', lp), ('buffer', torch.where(a.has, lq, lp))): fnll[k] += -v[m].double().sum()
+                fcnt['n'] += m.sum(); fcnt['pou'] += (m & a.has & (a.gate[..., 1] >= a.gate[..., 0])).sum()
             nll['oracle'] += -torch.where(a.has, torch.maximum(lp, lq), lp).double().sum()
             cnt['pou'] += (a.has & (a.gate[..., 1] >= a.gate[..., 0])).sum()
             cnt['oracle_pou'] += (a.has & (lq > lp)).sum()
@@ -359,7 +366,9 @@ def snb_evaluate(model: SpanBufferLM,
     return dict(loss=float(nll['gate']) / n, ppl=ppl('gate'), tokens=n, ppl_no_anneal_test=ppl('t1'), ppl_train_temp=ppl('train_t'), ppl_rnn=ppl('rnn'),
                 ppl_buffer=ppl('buffer'), ppl_oracle=ppl('oracle'), pou=float(cnt['pou']) / n, oracle_pou=float(cnt['oracle_pou']) / n,
                 mean_lambda=float(cnt['lam']) / n, buffer_coverage=float(cnt['has']) / n,
-                gate_margin=float(cnt['margin']) / max(float(cnt['has']), 1.))   # mean buffer-minus-RNN gate logit (T = 1) where there is a buffer
+                gate_margin=float(cnt['margin']) / max(float(cnt['has']), 1.)) | ({} if marks is None else dict(   # ^ mean buffer-minus-RNN gate logit (T = 1) where there is a buffer
+                focus_tokens=int(fcnt['n']), **{f'focus_ppl{"" if k == "gate" else "_" + k}': math.exp(min(float(v) / max(float(fcnt['n']), 1.), 700.)) for k, v in fnll.items()},
+                focus_pou=float(fcnt['pou']) / max(float(fcnt['n']), 1.), other_pou=float(cnt['pou'] - fcnt['pou']) / max(n - float(fcnt['n']), 1.)))
 
 # %% ../nbs/10_span_buffer.ipynb #21404a02
 @torch.no_grad()
@@ -412,10 +421,26 @@ class SynthConfig:
     article_len: int | None = None  # cut every split into independent articles of this length (exercises article resets)
     seed: int = 0
 
+@dataclass(frozen=True)
+class RecallConfig:
+    "`memlm.data.recall_corpus`'s arguments: a phrase repeats after a `REP` marker at least `gap` tokens later."
+    n_train: int = 100_000
+    n_valid: int = 10_000
+    n_test: int = 10_000
+    vocab_size: int = 64
+    phrase_len: int = 4
+    n_content: int = 16
+    gap: int = 60                # at least this many tokens between a phrase and its repeat
+    p_new: float = 0.05
+    p_rep: float = 0.2
+    seed: int = 0
+    echo: bool = field(default=False, metadata={'key': 'if_set'})   # each new phrase word written twice (`NEW c c`)
+
 @functools.lru_cache(maxsize=4)
-def lm_corpus(name: str, data_path: str | None = None, synth: SynthConfig | None = None):
-    "PTB / WikiText-2 by name, or the synthetic long-range corpus ('synthetic', generated from `synth`)."
-    if name == 'synthetic': return synthetic_corpus(**asdict(synth or SynthConfig()))
+def lm_corpus(name: str, data_path: str | None = None, synth: SynthConfig | RecallConfig | None = None):
+    "PTB / WikiText-2 by name, or a synthetic corpus ('synthetic': the trigger corpus of `SynthConfig`, or the recall corpus of `RecallConfig`)."
+    if name == 'synthetic':
+        return recall_corpus(**asdict(synth)) if isinstance(synth, RecallConfig) else synthetic_corpus(**asdict(synth or SynthConfig()))
     return load_corpus(name, data_path)
 
 @dataclass
@@ -425,7 +450,7 @@ class SNBExp:
     model: AWDLSTMConfig = field(default_factory=AWDLSTMConfig.awd_ptb)
     snb: SNBConfig | None = field(default_factory=SNBConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
-    synth: SynthConfig | None = None             # the synthetic corpus (corpus='synthetic')
+    synth: SynthConfig | RecallConfig | None = None   # the synthetic corpus (corpus='synthetic')
     finetune_epochs: int = 0                     # AWD-LSTM's second phase (averaged SGD from the start)
     val_batch_size: int = 10
     test_batch_size: int = 1                     # the papers' test batch
@@ -454,9 +479,11 @@ def train_lm(cfg: SNBExp, seed: int, ctx: RunContext) -> dict:
                               stage='finetune', extra_loss=extra)
     ev = snb_evaluate if snb else evaluate
     val = ev(model, corpus.valid, cfg.val_batch_size, cfg.eval_bptt)
-    test = ev(model, corpus.test, cfg.test_batch_size, cfg.eval_bptt, arts.get('test') if cfg.test_batch_size == 1 else None)
+    test = ev(model, corpus.test, cfg.test_batch_size, cfg.eval_bptt, arts.get('test') if cfg.test_batch_size == 1 else None,
+              focus=corpus.meta.get('focus', {}).get('test'))       # the recall corpus: its repeated words also alone
     out = dict(val_ppl=val['ppl'], test_ppl=test['ppl'], epochs=len(hist), params=sum(p.numel() for p in model.parameters()),
                sec_per_epoch=sum(h['time_s'] for h in hist) / len(hist), train_tokens_per_s=sum(h['items_per_s'] for h in hist) / len(hist))
+    out |= {f'test_{k}': v for k, v in test.items() if k.startswith('focus_')}
     if snb:
         out |= {f'test_{k}': v for k, v in test.items() if k not in ('loss', 'ppl', 'tokens')}
         out |= dict(val_pou=val['pou'], val_oracle_pou=val['oracle_pou'])
@@ -586,7 +613,7 @@ def snb_throughput(cfg: ThroughputExp, seed: int, ctx: RunContext) -> dict:
     return out
 
 # %% ../nbs/10_span_buffer.ipynb #05a936b5
-PARTS = ('lm', 'dynamic_eval', 'ablations', 'readings', 'sweep', 'synthetic', 'wt2', 'figures', 'throughput')
+PARTS = ('lm', 'dynamic_eval', 'ablations', 'readings', 'sweep', 'synthetic', 'recall', 'wt2', 'figures', 'throughput')
 
 def _train_cfg(scale: str, mos: bool = False) -> TrainConfig:
     "The training config of the LM runs at `scale` (the same for base and +SNB)."
@@ -661,13 +688,27 @@ def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Pla
               default=AWDLSTMConfig.tiny(64, nlayers=2, emsize=32, nhid=64, dropout=0.1, dropouth=0.1, dropouti=0.1, dropoute=0., wdrop=0.1))
     st = pick(scale, smoke=replace(_train_cfg('smoke'), bptt=10),
               default=TrainConfig(optimizer='adam', lr=3e-3, weight_decay=0., clip=0.25, batch_size=32, bptt=35, variable_bptt=True,
-                                  epochs=40, patience=3, lr_decay=2., lr_decay_threshold=0.02, eval_batch_size=10, progress=False))
+                                  epochs=150, patience=8, min_delta=1e-3, lr_decay=2., lr_decay_threshold=0., eval_batch_size=10, progress=False))
+    # ^ the lr is halved only when validation gets worse; a rule that halved it whenever validation improved by < 0.02 ppl (40 epochs,
+    #   patience 3; the records up to commit 990a3ff) left it near 0 long before any model learned to retrieve (see *The recall check*)
     ss = SNBConfig(span_len=4, buffer_size=pick(scale, smoke=32, default=64), attn_size=pick(scale, smoke=16, default=32))
     syn = [Spec(train_lm, SNBExp('synthetic', sm, snb, st, synth=sy, eval_bptt=70, test_batch_size=10), s, name=n)
            for s in seeds[:1] for n, snb in (('synth_base', None), ('synth_snb', ss),         # the check, then two diagnostics of +SNB:
                                              ('synth_snb_T1', replace(ss, train_temp=1.)), ('synth_snb_eta0', replace(ss, eta=0.)),
                                              ('synth_snb_lag0', replace(ss, lag=0)), ('synth_snb_expected', replace(ss, reward_form='expected')),
                                              ('synth_snb_sampled', replace(ss, reward_form='sampled')), ('synth_snb_gate_xi', replace(ss, gate_input='h_xi')))]
+    # the recall check: the moment a phrase repeats is observable (a REP marker), its words lie `gap` > BPTT back, in the buffer
+    rc = pick(scale, smoke=RecallConfig(n_train=20_000, n_valid=2_000, n_test=1_000, gap=15, p_rep=0.5),
+              default=RecallConfig(n_train=200_000, n_valid=20_000, n_test=20_000, gap=60))
+    rs = replace(ss, buffer_size=pick(scale, smoke=32, default=128))          # covers gap + phrase + the wait for REP
+    # three corpora, the repeat always beyond the BPTT window: one word echoed where it first appears, one word, a phrase of 4 words
+    corpora = {'recall1_echo': replace(rc, phrase_len=1, echo=True),   # one word, echoed once when it first appears: an LM's state then holds it
+               'recall1': replace(rc, phrase_len=1), 'recall': rc}
+    variants = {'base': None, 'snb': rs, 'snb_eta0': replace(rs, eta=0.), 'snb_eta0_no_rnn_minus': replace(rs, eta=0., rnn_minus=False)}
+    # ^ the last: a cache of single states h_i (Table 3's w/o RNN-minus)
+    only = {'snb': ('recall1_echo',), 'snb_eta0_no_rnn_minus': ('recall1_echo', 'recall1'), 'snb_eta0': ('recall1_echo', 'recall')}
+    recall = [Spec(train_lm, SNBExp('synthetic', sm, variants[v], st, synth=corpora[c], eval_bptt=70, test_batch_size=10), s, name=f'{c}_{v}')
+              for s in seeds[:1] for c in corpora for v in variants if c in only.get(v, corpora)]
     wt2 = {} if scale == 'cpu' else _lm_specs(lm_configs(scale, 'wikitext-2', data_path), seeds[:1] if scale == 'smoke' else seeds,
                                               seeds[:1] if scale == 'smoke' else mos_seeds, 'wt2_')
     fig5 = Spec(snapshot_lm, SnapshotExp(lm=main.cfg, lm_run=main.folder, max_tokens=pick(scale, smoke=500, default=5000)), main.seed,
@@ -678,5 +719,5 @@ def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Pla
                        grad_batches=pick(scale, smoke=2, default=8))
     return Plan('span_buffer', scale, {
         'lm': [s for v in lms.values() for s in v], 'dynamic_eval': des, 'ablations': ablations, 'readings': readings, 'sweep': sweep,
-        'synthetic': syn, 'wt2': [s for v in wt2.values() for s in v] + _de_specs(wt2, scale, ''), 'figures': [fig5],
+        'synthetic': syn, 'recall': recall, 'wt2': [s for v in wt2.values() for s in v] + _de_specs(wt2, scale, ''), 'figures': [fig5],
         'throughput': [Spec(snb_throughput, tp, seeds[0], name='throughput', data_id=data_identity(cfgs['awd'].corpus))]})
