@@ -706,11 +706,13 @@ def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Pla
                'recall1': replace(rc, phrase_len=1), 'recall': rc}
     variants = {'base': None, 'snb': rs, 'snb_eta0': replace(rs, eta=0.), 'snb_eta0_no_rnn_minus': replace(rs, eta=0., rnn_minus=False),
                 'snb_eta0_no_rnn_minus_T1': replace(rs, eta=0., rnn_minus=False, train_temp=1.),
-                'snb_no_rnn_minus': replace(rs, rnn_minus=False), 'snb_no_rnn_minus_expected': replace(rs, rnn_minus=False, reward_form='expected')}
+                'snb_no_rnn_minus': replace(rs, rnn_minus=False), 'snb_no_rnn_minus_expected': replace(rs, rnn_minus=False, reward_form='expected'),
+                'snb_eta0_no_rnn_minus_gate_xi': replace(rs, eta=0., rnn_minus=False, gate_input='h_xi')}   # ... and a gate that sees what the buffer found
     # ^ from the fourth: a cache of single states h_i (Table 3's w/o RNN-minus); without the reward, and also without annealing (the gate's
     #   gradient undivided); with the reward as printed, and in expectation (the reward is what should teach the gate where q wins)
     only = {'snb': ('recall1_echo',), 'snb_eta0_no_rnn_minus': ('recall1_echo', 'recall1'), 'snb_eta0': ('recall1_echo', 'recall'),
-            'snb_eta0_no_rnn_minus_T1': ('recall1_echo',), 'snb_no_rnn_minus': ('recall1_echo',), 'snb_no_rnn_minus_expected': ('recall1_echo',)}
+            'snb_eta0_no_rnn_minus_T1': ('recall1_echo',), 'snb_no_rnn_minus': ('recall1_echo',), 'snb_no_rnn_minus_expected': ('recall1_echo',),
+            'snb_eta0_no_rnn_minus_gate_xi': ('recall1_echo',)}
     recall = [Spec(train_lm, SNBExp('synthetic', sm, variants[v], st, synth=corpora[c], eval_bptt=70, test_batch_size=10), s, name=f'{c}_{v}')
               for s in seeds[:1] for c in corpora for v in variants if c in only.get(v, corpora)]
     wt2 = {} if scale == 'cpu' else _lm_specs(lm_configs(scale, 'wikitext-2', data_path), seeds[:1] if scale == 'smoke' else seeds,
