@@ -345,29 +345,29 @@ def snb_evaluate(model: SpanBufferLM,
             hidden = model(x, None if reset else hidden).hidden
             a = model.aux
             lp, lq = (t.gather(-1, y[..., None])[..., 0] for t in (a.log_p, a.log_q))
+            tok = {}                                   # per-token log-probs of each policy, for the whole-stream and the focus sums
             for k, temp in (('gate', c.eval_temp), ('t1', 1.), ('train_t', c.train_temp)):
                 ll, l1m = gate_logprobs(a.gate, a.has, temp)
-                nll[k] += -torch.logaddexp(ll + lq, l1m + lp).double().sum()
-                if k == 'gate': lg = torch.logaddexp(ll + lq, l1m + lp)
-            nll['rnn'] += -lp.double().sum()
-            nll['buffer'] += -torch.where(a.has, lq, lp).double().sum()
+                tok[k] = torch.logaddexp(ll + lq, l1m + lp)
+            tok |= dict(rnn=lp, buffer=torch.where(a.has, lq, lp), oracle=torch.where(a.has, torch.maximum(lp, lq), lp))
+            for k, v in tok.items(): nll[k] += -v.double().sum()
+            opened = a.has & (a.gate[..., 1] >= a.gate[..., 0])
             if marks is not None:
                 m = next(marks)
-                for k, v in (('gate', lg), ('rnn', lp), ('buffer', torch.where(a.has, lq, lp))): fnll[k] += -v[m].double().sum()
-                fcnt['n'] += m.sum(); fcnt['pou'] += (m & a.has & (a.gate[..., 1] >= a.gate[..., 0])).sum()
-            nll['oracle'] += -torch.where(a.has, torch.maximum(lp, lq), lp).double().sum()
-            cnt['pou'] += (a.has & (a.gate[..., 1] >= a.gate[..., 0])).sum()
+                for k in fnll: fnll[k] += -tok[k][m].double().sum()
+                fcnt['n'] += m.sum(); fcnt['pou'] += (m & opened).sum()
+            cnt['pou'] += opened.sum()
             cnt['oracle_pou'] += (a.has & (lq > lp)).sum()
             cnt['lam'] += gate_logprobs(a.gate, a.has, c.eval_temp)[0].exp().double().sum()
             cnt['has'] += a.has.sum()
             cnt['margin'] += torch.where(a.has, a.gate[..., 1] - a.gate[..., 0], 0.).double().sum()
             n += y.numel()
-    ppl = lambda k: math.exp(min(float(nll[k]) / n, 700.))
+    ppl = lambda k, s=nll, d=n: math.exp(min(float(s[k]) / max(float(d), 1.), 700.))
     return dict(loss=float(nll['gate']) / n, ppl=ppl('gate'), tokens=n, ppl_no_anneal_test=ppl('t1'), ppl_train_temp=ppl('train_t'), ppl_rnn=ppl('rnn'),
                 ppl_buffer=ppl('buffer'), ppl_oracle=ppl('oracle'), pou=float(cnt['pou']) / n, oracle_pou=float(cnt['oracle_pou']) / n,
                 mean_lambda=float(cnt['lam']) / n, buffer_coverage=float(cnt['has']) / n,
                 gate_margin=float(cnt['margin']) / max(float(cnt['has']), 1.)) | ({} if marks is None else dict(   # ^ mean buffer-minus-RNN gate logit (T = 1) where there is a buffer
-                focus_tokens=int(fcnt['n']), **{f'focus_ppl{"" if k == "gate" else "_" + k}': math.exp(min(float(v) / max(float(fcnt['n']), 1.), 700.)) for k, v in fnll.items()},
+                focus_tokens=int(fcnt['n']), **{f'focus_ppl{"" if k == "gate" else "_" + k}': ppl(k, fnll, fcnt['n']) for k in fnll},
                 focus_pou=float(fcnt['pou']) / max(float(fcnt['n']), 1.), other_pou=float(cnt['pou'] - fcnt['pou']) / max(n - float(fcnt['n']), 1.)))
 
 # %% ../nbs/10_span_buffer.ipynb #21404a02
@@ -710,11 +710,9 @@ def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Pla
                 'snb_eta0_no_rnn_minus_gate_xi': replace(rs, eta=0., rnn_minus=False, gate_input='h_xi')}   # ... and a gate that sees what the buffer found
     # ^ from the fourth: a cache of single states h_i (Table 3's w/o RNN-minus); without the reward, and also without annealing (the gate's
     #   gradient undivided); with the reward as printed, and in expectation (the reward is what should teach the gate where q wins)
-    only = {'snb': ('recall1_echo',), 'snb_eta0_no_rnn_minus': ('recall1_echo', 'recall1'), 'snb_eta0': ('recall1_echo', 'recall'),
-            'snb_eta0_no_rnn_minus_T1': ('recall1_echo',), 'snb_no_rnn_minus': ('recall1_echo',), 'snb_no_rnn_minus_expected': ('recall1_echo',),
-            'snb_eta0_no_rnn_minus_gate_xi': ('recall1_echo',)}
+    runs_on = {'recall1_echo': list(variants), 'recall1': ['base', 'snb_eta0_no_rnn_minus'], 'recall': ['base', 'snb_eta0']}
     recall = [Spec(train_lm, SNBExp('synthetic', sm, variants[v], st, synth=corpora[c], eval_bptt=70, test_batch_size=10), s, name=f'{c}_{v}')
-              for s in seeds[:1] for c in corpora for v in variants if c in only.get(v, corpora)]
+              for s in seeds[:1] for c in corpora for v in runs_on[c]]
     wt2 = {} if scale == 'cpu' else _lm_specs(lm_configs(scale, 'wikitext-2', data_path), seeds[:1] if scale == 'smoke' else seeds,
                                               seeds[:1] if scale == 'smoke' else mos_seeds, 'wt2_')
     fig5 = Spec(snapshot_lm, SnapshotExp(lm=main.cfg, lm_run=main.folder, max_tokens=pick(scale, smoke=500, default=5000)), main.seed,
