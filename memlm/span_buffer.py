@@ -16,12 +16,12 @@ from .train import TrainConfig, LMTask, lm_loss, load_model
 from .evaluate import evaluate, lm_windows, focus_windows, dynamic_evaluate, DynEvalConfig, gradient_stats, model_device
 
 # %% auto #0
-__all__ = ['POLICIES', 'REWARD_FORMS', 'PARTS', 'SNBConfig', 'span_diffs', 'slot_index', 'slot_mask', 'slot_windows',
-           'tanh_scores', 'SpanBuffer', 'gate_logprobs', 'interpolate', 'mix', 'SNBState', 'SNBAux', 'SpanBufferLM',
-           'snb_settings', 'intrinsic_reward', 'reward_term', 'snb_extra_loss', 'SNBTask', 'snb_evaluate',
-           'attention_snapshot', 'SynthConfig', 'RecallConfig', 'lm_corpus', 'SNBExp', 'build_lm', 'train_lm',
-           'trained_lm', 'DynEvalExp', 'dyneval_lm', 'SnapshotExp', 'snapshot_lm', 'MixtureFloorLM', 'WholeMixtureLM',
-           'ThroughputExp', 'reward_grad_ratio', 'snb_throughput', 'lm_configs', 'make_plan']
+__all__ = ['POLICIES', 'REWARD_FORMS', 'PARTS', 'CPU_ETA', 'ETA_READINGS', 'SNBConfig', 'span_diffs', 'slot_index', 'slot_mask',
+           'slot_windows', 'tanh_scores', 'SpanBuffer', 'gate_logprobs', 'interpolate', 'mix', 'SNBState', 'SNBAux',
+           'SpanBufferLM', 'snb_settings', 'intrinsic_reward', 'reward_term', 'snb_extra_loss', 'SNBTask',
+           'snb_evaluate', 'attention_snapshot', 'SynthConfig', 'RecallConfig', 'lm_corpus', 'SNBExp', 'build_lm',
+           'train_lm', 'trained_lm', 'DynEvalExp', 'dyneval_lm', 'SnapshotExp', 'snapshot_lm', 'MixtureFloorLM',
+           'WholeMixtureLM', 'ThroughputExp', 'reward_grad_ratio', 'snb_throughput', 'lm_configs', 'make_plan']
 
 # %% ../nbs/10_span_buffer.ipynb #62399e8a
 POLICIES = ('gate', 'rnn', 'buffer', 'oracle')   # evaluation policies: Eq. 9 with the gate; λ≡0; λ≡1; max(p, q) (a bound)
@@ -614,6 +614,8 @@ def snb_throughput(cfg: ThroughputExp, seed: int, ctx: RunContext) -> dict:
 
 # %% ../nbs/10_span_buffer.ipynb #05a936b5
 PARTS = ('lm', 'dynamic_eval', 'ablations', 'readings', 'sweep', 'synthetic', 'recall', 'wt2', 'figures', 'throughput')
+CPU_ETA = 0.1   # eta of the cpu +SNB runs: the lowest validation perplexity of eta in {1 (our first default), 0.1, 0} (part 'readings', see 'Which spans')
+ETA_READINGS = {'eta1': 1., 'eta0.1': 0.1}   # the readings part trains the one of these that the full model does not use
 
 def _train_cfg(scale: str, mos: bool = False) -> TrainConfig:
     "The training config of the LM runs at `scale` (the same for base and +SNB)."
@@ -640,7 +642,7 @@ def lm_configs(scale: str, corpus: str = 'ptb', data_path: str | None = None) ->
         if scale == 'cpu':
             soft = core.awd_configs('cpu')[0].model                   # the core's cpu AWD-LSTM (2 layers 200 -> 400 -> 200)
             mos = AWDLSTMConfig.mos_cpu(vocab_size=soft.vocab_size, nlayers=soft.nlayers, n_experts=3)
-            snb = SNBConfig(span_len=8, buffer_size=512, attn_size=64)
+            snb = SNBConfig(span_len=8, buffer_size=512, attn_size=64, eta=CPU_ETA)
         else:
             soft, mos = (AWDLSTMConfig.awd_wt2(), AWDLSTMConfig.mos_wt2()) if wt2 else (AWDLSTMConfig.awd_ptb(), AWDLSTMConfig.mos_ptb())
             snb = SNBConfig(span_len=4, buffer_size=512, train_temp=10., eval_temp=0.01) if wt2 else SNBConfig()   # Table 5
@@ -676,7 +678,7 @@ def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Pla
     # what the paper leaves open, tried on PTB: the other reading of Eq. 4's indices (C_t is the prefix *of* the predicted word,
     # so its newest span ends at h_t), and a smaller eta (the paper gives none; see 'Which spans')
     readings = [Spec(train_lm, replace(main.cfg, snb=replace(snb, **kw)), main.seed, name=k, data_id=did)
-                for k, kw in {'lag0': dict(lag=0), 'eta0.1': dict(eta=0.1)}.items()]
+                for k, kw in ({'lag0': dict(lag=0)} | {k: dict(eta=e) for k, e in ETA_READINGS.items() if e != snb.eta}).items()]
     Ls, Bs = pick(scale, smoke=(2, 4), default=(4, 8)), pick(scale, smoke=(16, 32), default=(512, 2048))
     sweep = [main if (L, B) == (snb.span_len, snb.buffer_size) else
              Spec(train_lm, replace(main.cfg, snb=replace(snb, span_len=L, buffer_size=B)), main.seed, name=f'L{L}_B{B}', data_id=did)
@@ -717,10 +719,10 @@ def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Pla
                                               seeds[:1] if scale == 'smoke' else mos_seeds, 'wt2_')
     fig5 = Spec(snapshot_lm, SnapshotExp(lm=main.cfg, lm_run=main.folder, max_tokens=pick(scale, smoke=500, default=5000)), main.seed,
                 name='fig5', data_id=did, needs=(main,))
-    tp = ThroughputExp(model=cfgs['awd'].model, snb=snb, buffers=pick(scale, smoke=((4, 32), (2, 16)), cpu=((8, 2048), (8, 512)), default=((8, 2048), (4, 512))),
+    tp = ThroughputExp(model=cfgs['awd'].model, snb=replace(snb, eta=1.), buffers=pick(scale, smoke=((4, 32), (2, 16)), cpu=((8, 2048), (8, 512)), default=((8, 2048), (4, 512))),
                        batch_size=cfgs['awd'].train.batch_size, bptt=cfgs['awd'].train.bptt, rounds=pick(scale, smoke=2, default=5),
                        threads=pick(scale, cpu=1, default=None), corpus=cfgs['awd'].corpus, synth=cfgs['awd'].synth, data_path=data_path,
-                       grad_batches=pick(scale, smoke=2, default=8))
+                       grad_batches=pick(scale, smoke=2, default=8))   # snb at eta = 1: eta changes no timing; the gradient check is at eta = 1
     return Plan('span_buffer', scale, {
         'lm': [s for v in lms.values() for s in v], 'dynamic_eval': des, 'ablations': ablations, 'readings': readings, 'sweep': sweep,
         'synthetic': syn, 'recall': recall, 'wt2': [s for v in wt2.values() for s in v] + _de_specs(wt2, scale, ''), 'figures': [fig5],
