@@ -16,12 +16,13 @@ from .train import TrainConfig, LMTask, lm_loss, load_model
 from .evaluate import evaluate, lm_windows, focus_windows, dynamic_evaluate, DynEvalConfig, gradient_stats, model_device
 
 # %% auto #0
-__all__ = ['POLICIES', 'REWARD_FORMS', 'PARTS', 'CPU_ETA', 'ETA_READINGS', 'SNBConfig', 'span_diffs', 'slot_index', 'slot_mask',
-           'slot_windows', 'tanh_scores', 'SpanBuffer', 'gate_logprobs', 'interpolate', 'mix', 'SNBState', 'SNBAux',
-           'SpanBufferLM', 'snb_settings', 'intrinsic_reward', 'reward_term', 'snb_extra_loss', 'SNBTask',
-           'snb_evaluate', 'attention_snapshot', 'SynthConfig', 'RecallConfig', 'lm_corpus', 'SNBExp', 'build_lm',
-           'train_lm', 'trained_lm', 'DynEvalExp', 'dyneval_lm', 'SnapshotExp', 'snapshot_lm', 'MixtureFloorLM',
-           'WholeMixtureLM', 'ThroughputExp', 'reward_grad_ratio', 'snb_throughput', 'lm_configs', 'make_plan']
+__all__ = ['POLICIES', 'REWARD_FORMS', 'PARTS', 'CPU_ETA', 'ETA_READINGS', 'SYNTH_DIAGNOSTICS', 'SNBConfig', 'span_diffs',
+           'slot_index', 'slot_mask', 'slot_windows', 'tanh_scores', 'SpanBuffer', 'gate_logprobs', 'interpolate',
+           'mix', 'SNBState', 'SNBAux', 'SpanBufferLM', 'snb_settings', 'intrinsic_reward', 'reward_term',
+           'snb_extra_loss', 'SNBTask', 'snb_evaluate', 'attention_snapshot', 'SynthConfig', 'RecallConfig',
+           'lm_corpus', 'SNBExp', 'build_lm', 'train_lm', 'trained_lm', 'DynEvalExp', 'dyneval_lm', 'SnapshotExp',
+           'snapshot_lm', 'MixtureFloorLM', 'WholeMixtureLM', 'ThroughputExp', 'reward_grad_ratio', 'snb_throughput',
+           'lm_configs', 'make_plan']
 
 # %% ../nbs/10_span_buffer.ipynb #62399e8a
 POLICIES = ('gate', 'rnn', 'buffer', 'oracle')   # evaluation policies: Eq. 9 with the gate; λ≡0; λ≡1; max(p, q) (a bound)
@@ -616,6 +617,14 @@ def snb_throughput(cfg: ThroughputExp, seed: int, ctx: RunContext) -> dict:
 PARTS = ('lm', 'dynamic_eval', 'ablations', 'readings', 'sweep', 'synthetic', 'recall', 'wt2', 'figures', 'throughput')
 CPU_ETA = 0.1   # eta of the cpu +SNB runs: the lowest validation perplexity of eta in {1 (our first default), 0.1, 0} (part 'readings', see 'Which spans')
 ETA_READINGS = {'eta1': 1., 'eta0.1': 0.1}   # the readings part trains the one of these that the full model does not use
+SYNTH_DIAGNOSTICS = {   # the +SNB variants beside the long-range check: tag -> (run name, change from the checked +SNB, what it is)
+    't1train': ('synth_snb_T1', dict(train_temp=1.), 'trained without annealing (T = 1)'),
+    'eta0': ('synth_snb_eta0', dict(eta=0.), 'trained without the reward (η = 0)'),
+    'lag0': ('synth_snb_lag0', dict(lag=0), 'newest span ending at h_t (lag = 0)'),
+    'expected': ('synth_snb_expected', dict(reward_form='expected'), "the reward term's expectation (r λ)"),
+    'sampled': ('synth_snb_sampled', dict(reward_form='sampled'), 'the reward term on a sampled choice'),
+    'gate_xi': ('synth_snb_gate_xi', dict(gate_input='h_xi'), 'the gate observes [h_t; ξ_t] (ours, not Eq. 10)'),
+    'eta_cpu': ('synth_snb_eta_cpu', dict(eta=CPU_ETA), f'η = {CPU_ETA:g} (the cpu PTB runs\' choice)')}
 
 def _train_cfg(scale: str, mos: bool = False) -> TrainConfig:
     "The training config of the LM runs at `scale` (the same for base and +SNB)."
@@ -695,10 +704,8 @@ def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Pla
     #   patience 3; the records up to commit 990a3ff) left it near 0 long before any model learned to retrieve (see *The recall check*)
     ss = SNBConfig(span_len=4, buffer_size=pick(scale, smoke=32, default=64), attn_size=pick(scale, smoke=16, default=32))
     syn = [Spec(train_lm, SNBExp('synthetic', sm, snb, st, synth=sy, eval_bptt=70, test_batch_size=10), s, name=n)
-           for s in seeds[:1] for n, snb in (('synth_base', None), ('synth_snb', ss),         # the check, then two diagnostics of +SNB:
-                                             ('synth_snb_T1', replace(ss, train_temp=1.)), ('synth_snb_eta0', replace(ss, eta=0.)),
-                                             ('synth_snb_lag0', replace(ss, lag=0)), ('synth_snb_expected', replace(ss, reward_form='expected')),
-                                             ('synth_snb_sampled', replace(ss, reward_form='sampled')), ('synth_snb_gate_xi', replace(ss, gate_input='h_xi')))]
+           for s in seeds[:1] for n, snb in (('synth_base', None), ('synth_snb', ss),         # the check, then its diagnostics
+                                             *((n, replace(ss, **kw)) for n, kw, _ in SYNTH_DIAGNOSTICS.values()))]
     # the recall check: the moment a phrase repeats is observable (a REP marker), its words lie `gap` > BPTT back, in the buffer
     rc = pick(scale, smoke=RecallConfig(n_train=20_000, n_valid=2_000, n_test=1_000, gap=15, p_rep=0.5),
               default=RecallConfig(n_train=200_000, n_valid=20_000, n_test=20_000, gap=60))
@@ -709,7 +716,8 @@ def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Pla
     variants = {'base': None, 'snb': rs, 'snb_eta0': replace(rs, eta=0.), 'snb_eta0_no_rnn_minus': replace(rs, eta=0., rnn_minus=False),
                 'snb_eta0_no_rnn_minus_T1': replace(rs, eta=0., rnn_minus=False, train_temp=1.),
                 'snb_no_rnn_minus': replace(rs, rnn_minus=False), 'snb_no_rnn_minus_expected': replace(rs, rnn_minus=False, reward_form='expected'),
-                'snb_eta0_no_rnn_minus_gate_xi': replace(rs, eta=0., rnn_minus=False, gate_input='h_xi')}   # ... and a gate that sees what the buffer found
+                'snb_eta0_no_rnn_minus_gate_xi': replace(rs, eta=0., rnn_minus=False, gate_input='h_xi'),   # ... and a gate that sees what the buffer found
+                'snb_eta_cpu': replace(rs, eta=CPU_ETA)}   # the eta the cpu PTB runs chose on validation
     # ^ from the fourth: a cache of single states h_i (Table 3's w/o RNN-minus); without the reward, and also without annealing (the gate's
     #   gradient undivided); with the reward as printed, and in expectation (the reward is what should teach the gate where q wins)
     runs_on = {'recall1_echo': list(variants), 'recall1': ['base', 'snb_eta0_no_rnn_minus'], 'recall': ['base', 'snb_eta0']}
