@@ -16,13 +16,13 @@ from .train import TrainConfig, LMTask, lm_loss, load_model
 from .evaluate import evaluate, lm_windows, focus_windows, dynamic_evaluate, DynEvalConfig, gradient_stats, model_device
 
 # %% auto #0
-__all__ = ['POLICIES', 'REWARD_FORMS', 'PARTS', 'CPU_ETA', 'ETA_READINGS', 'SYNTH_DIAGNOSTICS', 'SNBConfig', 'span_diffs',
-           'slot_index', 'slot_mask', 'slot_windows', 'tanh_scores', 'SpanBuffer', 'gate_logprobs', 'interpolate',
-           'mix', 'SNBState', 'SNBAux', 'SpanBufferLM', 'snb_settings', 'intrinsic_reward', 'reward_term',
-           'snb_extra_loss', 'SNBTask', 'snb_evaluate', 'attention_snapshot', 'SynthConfig', 'RecallConfig',
-           'lm_corpus', 'SNBExp', 'build_lm', 'train_lm', 'trained_lm', 'DynEvalExp', 'dyneval_lm', 'SnapshotExp',
-           'snapshot_lm', 'MixtureFloorLM', 'WholeMixtureLM', 'ThroughputExp', 'reward_grad_ratio', 'snb_throughput',
-           'lm_configs', 'make_plan']
+__all__ = ['POLICIES', 'REWARD_FORMS', 'PARTS', 'CPU_ETA', 'ETA_READINGS', 'SYNTH_DIAGNOSTICS', 'RECALL_VARIANTS', 'SNBConfig',
+           'span_diffs', 'slot_index', 'slot_mask', 'slot_windows', 'tanh_scores', 'SpanBuffer', 'gate_logprobs',
+           'interpolate', 'mix', 'SNBState', 'SNBAux', 'SpanBufferLM', 'snb_settings', 'intrinsic_reward',
+           'reward_term', 'snb_extra_loss', 'SNBTask', 'snb_evaluate', 'attention_snapshot', 'SynthConfig',
+           'RecallConfig', 'lm_corpus', 'SNBExp', 'build_lm', 'train_lm', 'trained_lm', 'DynEvalExp', 'dyneval_lm',
+           'SnapshotExp', 'snapshot_lm', 'MixtureFloorLM', 'WholeMixtureLM', 'ThroughputExp', 'reward_grad_ratio',
+           'snb_throughput', 'lm_configs', 'make_plan']
 
 # %% ../nbs/10_span_buffer.ipynb #62399e8a
 POLICIES = ('gate', 'rnn', 'buffer', 'oracle')   # evaluation policies: Eq. 9 with the gate; λ≡0; λ≡1; max(p, q) (a bound)
@@ -625,6 +625,18 @@ SYNTH_DIAGNOSTICS = {   # the +SNB variants beside the long-range check: tag -> 
     'sampled': ('synth_snb_sampled', dict(reward_form='sampled'), 'the reward term on a sampled choice'),
     'gate_xi': ('synth_snb_gate_xi', dict(gate_input='h_xi'), 'the gate observes [h_t; ξ_t] (ours, not Eq. 10)'),
     'eta_cpu': ('synth_snb_eta_cpu', dict(eta=CPU_ETA), f'η = {CPU_ETA:g} (the cpu PTB runs\' choice)')}
+RECALL_VARIANTS = {   # the models of the recall check: name -> (change from its +SNB as printed, or None for the base LM; its label)
+    'base': (None, 'AWD-LSTM'),
+    'snb': ({}, '+ SNB as printed'),
+    'snb_eta0': (dict(eta=0.), '+ SNB, η = 0'),
+    # from here: a cache of single states h_i (Table 3's w/o RNN-minus); without the reward, and also without annealing (the gate's
+    # gradient undivided); with the reward as printed, and in expectation (the reward is what should teach the gate where q wins)
+    'snb_eta0_no_rnn_minus': (dict(eta=0., rnn_minus=False), '+ SNB, η = 0, w/o RNN-minus (s_i = h_i)'),
+    'snb_eta0_no_rnn_minus_T1': (dict(eta=0., rnn_minus=False, train_temp=1.), '+ SNB, η = 0, w/o RNN-minus, T = 1 in training'),
+    'snb_no_rnn_minus': (dict(rnn_minus=False), '+ SNB as printed, w/o RNN-minus'),
+    'snb_no_rnn_minus_expected': (dict(rnn_minus=False, reward_form='expected'), "+ SNB w/o RNN-minus, the reward term's expectation (r λ)"),
+    'snb_eta0_no_rnn_minus_gate_xi': (dict(eta=0., rnn_minus=False, gate_input='h_xi'), '+ SNB, η = 0, w/o RNN-minus, the gate sees [h_t; ξ_t] (ours)'),
+    'snb_eta_cpu': (dict(eta=CPU_ETA), f'+ SNB, η = {CPU_ETA:g} (the cpu PTB choice)')}
 
 def _train_cfg(scale: str, mos: bool = False) -> TrainConfig:
     "The training config of the LM runs at `scale` (the same for base and +SNB)."
@@ -713,13 +725,7 @@ def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Pla
     # three corpora, the repeat always beyond the BPTT window: one word echoed where it first appears, one word, a phrase of 4 words
     corpora = {'recall1_echo': replace(rc, phrase_len=1, echo=True),   # one word, echoed once when it first appears: an LM's state then holds it
                'recall1': replace(rc, phrase_len=1), 'recall': rc}
-    variants = {'base': None, 'snb': rs, 'snb_eta0': replace(rs, eta=0.), 'snb_eta0_no_rnn_minus': replace(rs, eta=0., rnn_minus=False),
-                'snb_eta0_no_rnn_minus_T1': replace(rs, eta=0., rnn_minus=False, train_temp=1.),
-                'snb_no_rnn_minus': replace(rs, rnn_minus=False), 'snb_no_rnn_minus_expected': replace(rs, rnn_minus=False, reward_form='expected'),
-                'snb_eta0_no_rnn_minus_gate_xi': replace(rs, eta=0., rnn_minus=False, gate_input='h_xi'),   # ... and a gate that sees what the buffer found
-                'snb_eta_cpu': replace(rs, eta=CPU_ETA)}   # the eta the cpu PTB runs chose on validation
-    # ^ from the fourth: a cache of single states h_i (Table 3's w/o RNN-minus); without the reward, and also without annealing (the gate's
-    #   gradient undivided); with the reward as printed, and in expectation (the reward is what should teach the gate where q wins)
+    variants = {v: None if kw is None else replace(rs, **kw) for v, (kw, _) in RECALL_VARIANTS.items()}
     runs_on = {'recall1_echo': list(variants), 'recall1': ['base', 'snb_eta0_no_rnn_minus'], 'recall': ['base', 'snb_eta0']}
     recall = [Spec(train_lm, SNBExp('synthetic', sm, variants[v], st, synth=corpora[c], eval_bptt=70, test_batch_size=10), s, name=f'{c}_{v}')
               for s in seeds[:1] for c in corpora for v in runs_on[c]]
