@@ -543,7 +543,8 @@ def verdict(ours: float | None, paper: float | None, expect: str, tol: float | N
 
 # %% ../nbs/05_experiment.ipynb #1f11fdd3
 def claim_value(c: dict, scales=('paper', 'gpu', 'cpu')) -> dict | None:
-    "Ours for claim `c` at the largest scale with a complete record (else a partial one): value, sd, n, scale, partial, commit; None when not run."
+    """Ours for claim `c` at the largest scale with a complete record (else a partial one): value, sd, n, scale, partial, commit;
+    None when not run. A complete value also carries, as `larger`, a partial one recorded at a larger scale (else None)."""
     partial = None
     for s in scales:
         p = results_dir()/s/c['paper']/f"{c['result']}.json"
@@ -553,7 +554,7 @@ def claim_value(c: dict, scales=('paper', 'gpu', 'cpu')) -> dict | None:
         if v is None or isinstance(v, str): continue
         o = dict(value=float(v), sd=m.get(f"{c['key']}_std"), n=m.get(f"{c['key']}_n"), scale=s, partial=bool(rec.get('missing')),
                  commit=trained_at(rec, p.parent))
-        if not o['partial']: return o                          # `missing`: some of the record's runs are unfinished
+        if not o['partial']: return o | dict(larger=partial)   # `missing`: some of the record's runs are unfinished
         partial = partial or o
     return partial
 
@@ -572,6 +573,9 @@ def claim_note(c: dict, scale: str) -> str:
     if c.get(f'note_{scale}'): return c[f'note_{scale}']
     return c['note'] if scale in ('cpu', 'smoke') else f'({scale} scale: no note yet)'
 
+def _fmt_ours(o: dict, where: str) -> str:
+    return _fmt(o['value']) + (f" ± {_fmt(o['sd'])}" if o['sd'] else '') + (f" (n={o['n']}, {where})" if o['n'] else f" ({where})")
+
 def summary_rows(scales=('paper', 'gpu', 'cpu')) -> list[dict]:
     "One row per claim with the paper's value, ours, the verdict and why."
     out = []
@@ -581,8 +585,8 @@ def summary_rows(scales=('paper', 'gpu', 'cpu')) -> list[dict]:
         v = verdict(o and o['value'], pv, c['expect'], tol, o and o['sd'])
         ours = None
         if o:
-            where = o['scale'] + (', partial' if o['partial'] else '')
-            ours = _fmt(o['value']) + (f" ± {_fmt(o['sd'])}" if o['sd'] else '') + (f" (n={o['n']}, {where})" if o['n'] else f" ({where})")
+            ours = _fmt_ours(o, o['scale'] + (', partial' if o['partial'] else ''))
+            if o.get('larger'): ours += f"; so far at {o['larger']['scale']}: " + _fmt_ours(o['larger'], 'partial')
         out.append(dict(paper=c['paper'], claim=c['claim'], paper_value=_fmt(pv) if pv is not None else '–', ours=ours or '–',
                         verdict=v, why=claim_note(c, o['scale']) if o else '', commit=o['commit'] if o else '', scale=o['scale'] if o else ''))
     return out
