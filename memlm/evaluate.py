@@ -8,6 +8,7 @@ import contextlib, math
 from dataclasses import dataclass
 from typing import Callable
 import torch, torch.nn.functional as F
+from tqdm import tqdm
 from .data import batchify, bptt_batches
 from .models import detach, eval_mode
 
@@ -157,6 +158,7 @@ def dynamic_evaluate(model,                       # LM following the `LMOutput` 
                      stats: dict | None = None,   # precomputed `gradient_stats(...)` (reuse for valid and test)
                      update: Callable | None = None,  # update(model, params, grads, state) -> None; default by cfg.method
                      articles=None,               # article start offsets: reset the state there (batch_size=1)
+                     progress: bool | str = False,  # a tqdm bar over the tokens (a string: its label), running ppl shown
                     ) -> dict:
     "Dynamic evaluation of `model` on `data`: `dict(loss, ppl, tokens)`, θ₀ restored afterwards (cfg.reset_weights)."
     cfg = cfg or DynEvalConfig()
@@ -168,6 +170,8 @@ def dynamic_evaluate(model,                       # LM following the `LMOutput` 
     state = dyneval_state(cfg, params, stats if cfg.method == 'rms' else None)
     update = update or (rms_update if cfg.method == 'rms' else sgd_update)
     nll, n, hidden = 0., 0, None
+    bar = tqdm(total=len(data) - 1, unit='tok', desc=progress if isinstance(progress, str) else 'dynamic eval',
+               disable=not progress, leave=False, mininterval=10)
     try:
         with grad_eval_mode(model, cfg.cudnn):
             for x, y, reset in lm_windows(data.to(model_device(model)), cfg.batch_size, cfg.bptt, articles):
@@ -179,8 +183,10 @@ def dynamic_evaluate(model,                       # LM following the `LMOutput` 
                 with torch.no_grad():
                     update(model, params, [p.grad if p.grad is not None else torch.zeros_like(p) for p in params], state)
                 state['step'] += 1
+                bar.update(y.numel())
+                if progress and state['step'] % 500 == 0: bar.set_postfix(ppl=f'{_ppl(float(nll) / n):.2f}', refresh=False)
     finally:
-        model.zero_grad(set_to_none=True)
+        bar.close(); model.zero_grad(set_to_none=True)
         if cfg.reset_weights:
             with torch.no_grad():
                 for p, p0 in zip(params, state['theta0']): p.copy_(p0)
