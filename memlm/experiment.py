@@ -435,24 +435,37 @@ def _logged_epochs(d: Path) -> int:
     "Epochs a run's logs hold (all stages): how far an unfinished run got."
     return sum(1 for f in d.glob('*.log.jsonl') for line in f.read_text().splitlines() if line.strip())
 
+def _run_hours(r: dict) -> float | None:
+    "Hours a finished run took: its training time, or its wall time where that is longer (evaluation-only runs train for 0 s)."
+    t = max(r.get('train_time_s') or 0, r.get('wall_time_s') or 0)
+    return t / 3600 if t else None
+
 def _status_rows(self: Plan, parts=None) -> list[dict]:
-    "One row per run of `parts` (default all, with what they need), read from disk: done, incomplete or not started, with epochs and why it stopped."
-    rows = []
+    """One row per run of `parts` (default all, with what they need), read from disk: done, incomplete or not started, with epochs
+    and why it stopped; a run not done has `est_h`, the median hours of the same run's finished seeds (None without one)."""
+    rows, hours = [], {}
     for s in self.specs(parts):
         d = self.dir(s); r = load_record(d) or {}
         status = r.get('status') or ('interrupted (checkpointed)' if ckpt_home(d).exists() else 'not started')
-        rows.append(dict(run=s.folder, home=s.home or self.paper, status=status,
+        if status == 'done' and _run_hours(r): hours.setdefault(s.name, []).append(_run_hours(r))
+        rows.append(dict(run=s.folder, name=s.name, home=s.home or self.paper, status=status,
                          epochs=r.get('epochs') if status == 'done' else (_logged_epochs(d) if d.exists() else None),
                          stopped=r.get('stop_reason'), train_h=round(r['train_time_s'] / 3600, 2) if r.get('train_time_s') else None,
-                         device=(r.get('provenance') or {}).get('device')))
-    return rows
+                         est_h=None, device=(r.get('provenance') or {}).get('device')))
+    for row in rows:
+        if row['status'] != 'done' and row['name'] in hours: row['est_h'] = round(statistics.median(hours[row['name']]), 2)
+    return [{k: v for k, v in row.items() if k != 'name'} for row in rows]
 Plan.status_rows = _status_rows
 
 def plan_status(paper: str, scale: str, seeds=(0, 1, 2), data_path: str | None = None, parts=None) -> str:
     "Where `memlm.<paper>`'s plan at `scale` stands (for `seeds`): a markdown table of its runs and the counts (`make status`)."
     rows = paper_plan(paper, scale, list(seeds), data_path).status_rows(parts)
     n = {k: sum(r['status'] == k for r in rows) for k in dict.fromkeys(r['status'] for r in rows)}
-    return (markdown_table(rows, list(rows[0])) if rows else '_no runs_\n') + f"\n{paper} ({scale}): " + ', '.join(f'{v} {k}' for k, v in n.items())
+    left = [r for r in rows if r['status'] != 'done']
+    est = sum(r['est_h'] for r in left if r['est_h']); unknown = sum(not r['est_h'] for r in left)
+    eta = (f"; left: about {est:.1f} h for {len(left) - unknown} runs whose other seeds finished (one process each; their devices are in the table)"
+           + (f", {unknown} without an estimate" if unknown else '')) if left else ''
+    return (markdown_table(rows, list(rows[0])) if rows else '_no runs_\n') + f"\n{paper} ({scale}): " + ', '.join(f'{v} {k}' for k, v in n.items()) + eta
 
 # %% ../nbs/05_experiment.ipynb #3a32e7e1
 def mean_sd(xs) -> tuple[float, float]:
