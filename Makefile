@@ -15,6 +15,10 @@
 # Run checkpoints go to each run's ckpt/ (git-ignored), or under $MEMLM_CKPT when it is set in the environment:
 #   MEMLM_CKPT=/scratch/memlm make runs ...   (a disk that outlives the checkout keeps interrupted runs resumable)
 # A run stopped by Ctrl-C or `kill` (SIGINT/SIGTERM) checkpoints the step it reached first; the same command continues it.
+#
+# On an offline machine with torch, tqdm and numpy already installed (the GPU machines: no registry, no venv possible),
+# `make runs` and `make status` can run on the system Python instead of the venv (nothing is installed; memlm from this checkout):
+#   NO_VENV=1 make runs PAPER=span_buffer SCALE=cpu RUNS="mos:0 mos_snb:0" WORKERS=2 TIME_LIMIT=540 MEMLM_DATA=$PWD/corpora
 
 SHELL     := /bin/bash
 PYTHON    ?= python3
@@ -33,6 +37,10 @@ TIME_LIMIT ?=
 REPORTS   := $(if $(filter smoke,$(SCALE)),runs/smoke,reports/$(SCALE))
 USE_SYSTEM_TORCH ?=
 STAMP     := $(VENV)/.memlm-stamp
+NO_VENV   ?=
+# what runs `make runs` / `make status`: the venv's Python, or (NO_VENV=1) the system's with this checkout on the path
+RUN_PY    := $(if $(NO_VENV),PYTHONPATH="$(CURDIR)$${PYTHONPATH:+:$$PYTHONPATH}" $(PYTHON),$(BIN)/python)
+RUN_DEPS  := $(if $(NO_VENV),,$(STAMP))
 SEEDS     ?= 0,1,2
 
 .PHONY: reproduce runs status test venv check-args summary clean-runs help lab
@@ -77,17 +85,17 @@ reproduce: check-args $(STAMP)
 	done
 	@$(MAKE) --no-print-directory summary
 
-runs: check-args $(STAMP)
+runs: check-args $(RUN_DEPS)
 	@if [ -z "$(PAPER)" ] || ! echo " $(ALL_PAPERS) " | grep -q " $(PAPER) "; then \
 	  echo "error: make runs needs PAPER=<one of: $(ALL_PAPERS)>" >&2; exit 2; fi
 	@if [ -z "$(RUNS)" ]; then echo "error: make runs needs RUNS='name:seed ...' (the names are the plan's runs)" >&2; exit 2; fi
-	MEMLM_DATA="$(MEMLM_DATA)" $(BIN)/python -c "import os; from memlm.experiment import run_named; \
+	MEMLM_DATA="$(MEMLM_DATA)" $(RUN_PY) -c "import os; from memlm.experiment import run_named; \
 	  run_named('$(PAPER)', '$(SCALE)', '$(RUNS)'.split(), workers=$(WORKERS), time_limit_s=$(or $(TIME_LIMIT),None), data_path=os.environ.get('MEMLM_DATA') or None)"
 
-status: check-args $(STAMP)
+status: check-args $(RUN_DEPS)
 	@if [ -z "$(PAPER)" ] || ! echo " $(ALL_PAPERS) " | grep -q " $(PAPER) "; then \
 	  echo "error: make status needs PAPER=<one of: $(ALL_PAPERS)>" >&2; exit 2; fi
-	@MEMLM_DATA="$(MEMLM_DATA)" $(BIN)/python -c "import os; from memlm.experiment import plan_status; \
+	@MEMLM_DATA="$(MEMLM_DATA)" $(RUN_PY) -c "import os; from memlm.experiment import plan_status; \
 	  print(plan_status('$(PAPER)', '$(SCALE)', [int(s) for s in '$(SEEDS)'.split(',')], data_path=os.environ.get('MEMLM_DATA') or None))"
 
 # Regenerates the claims summary (results/summary.md) and README.md from nbs/index.ipynb.
