@@ -443,18 +443,19 @@ def _run_hours(r: dict) -> float | None:
 def _status_rows(self: Plan, parts=None) -> list[dict]:
     """One row per run of `parts` (default all, with what they need), read from disk: done, incomplete or not started, with epochs
     and why it stopped; a run not done has `est_h`, the median hours of the same run's finished seeds (None without one)."""
-    rows, hours = [], {}
+    rows, names, hours = [], [], {}
     for s in self.specs(parts):
         d = self.dir(s); r = load_record(d) or {}
         status = r.get('status') or ('interrupted (checkpointed)' if ckpt_home(d).exists() else 'not started')
-        if status == 'done' and _run_hours(r): hours.setdefault(s.name, []).append(_run_hours(r))
-        rows.append(dict(run=s.folder, name=s.name, home=s.home or self.paper, status=status,
+        if status == 'done' and (h := _run_hours(r)): hours.setdefault(s.name, []).append(h)
+        names.append(s.name)
+        rows.append(dict(run=s.folder, home=s.home or self.paper, status=status,
                          epochs=r.get('epochs') if status == 'done' else (_logged_epochs(d) if d.exists() else None),
                          stopped=r.get('stop_reason'), train_h=round(r['train_time_s'] / 3600, 2) if r.get('train_time_s') else None,
                          est_h=None, device=(r.get('provenance') or {}).get('device')))
-    for row in rows:
-        if row['status'] != 'done' and row['name'] in hours: row['est_h'] = round(statistics.median(hours[row['name']]), 2)
-    return [{k: v for k, v in row.items() if k != 'name'} for row in rows]
+    for row, name in zip(rows, names):
+        if row['status'] != 'done' and name in hours: row['est_h'] = round(statistics.median(hours[name]), 2)
+    return rows
 Plan.status_rows = _status_rows
 
 def plan_status(paper: str, scale: str, seeds=(0, 1, 2), data_path: str | None = None, parts=None) -> str:
