@@ -17,6 +17,7 @@ JOB = textwrap.dedent('''
 
 def _plan(root, wait=True):
     env = dict(os.environ, OMP_NUM_THREADS='1', PYTHONPATH=str(ROOT))
+    env.pop('MEMLM_CKPT', None)                               # checkpoints in the run folders, where the test looks for them
     p = subprocess.Popen([sys.executable, '-c', JOB, str(root)], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     if wait: p.communicate(timeout=120)
     return p
