@@ -28,9 +28,9 @@ def pick(scale: str, **by_scale):
     raise KeyError(f"no value given for scale {scale!r} (have {sorted(by_scale)})")
 
 # %% auto #0
-__all__ = ['SCALES', 'MALLOC_KEPT', 'CODE_AT_START', 'check_scale', 'pick', 'seed_everything', 'get_device', 'device_name',
-           'keep_freed_memory', 'results_dir', 'figures_dir', 'provenance', 'write_json', 'Experiment', 'load_result',
-           'read_log', 'markdown_table']
+__all__ = ['SCALES', 'MALLOC_KEPT', 'DENORMALS_FLUSHED', 'CODE_AT_START', 'check_scale', 'pick', 'seed_everything', 'get_device',
+           'device_name', 'keep_freed_memory', 'flush_denormals', 'results_dir', 'figures_dir', 'provenance',
+           'write_json', 'Experiment', 'load_result', 'read_log', 'markdown_table']
 
 # %% ../nbs/01_registry.ipynb #cabb3332
 def seed_everything(seed: int) -> None:
@@ -65,6 +65,17 @@ def keep_freed_memory(limit: int = 1 << 30) -> bool:
     MALLOC_KEPT = f"glibc mmap/trim threshold {limit >> 20} MiB"
     return True
 
+DENORMALS_FLUSHED: bool = False  # set by `flush_denormals`; provenance records it
+
+def flush_denormals() -> bool:
+    """Flush subnormal floats to zero on this CPU thread (`torch.set_flush_denormal`), the thread single-threaded runs
+    compute on: arithmetic on subnormals is ~100x slower on x86, and long runs can drift into it. Values below
+    `torch.finfo(float32).tiny` become 0; nothing larger changes. Process-wide; `execute` calls it for every run.
+    False where the CPU does not support it (e.g. no SSE3)."""
+    global DENORMALS_FLUSHED
+    DENORMALS_FLUSHED = torch.set_flush_denormal(True) or DENORMALS_FLUSHED
+    return DENORMALS_FLUSHED
+
 # %% ../nbs/01_registry.ipynb #09b863ad
 def results_dir() -> Path: return Path(os.environ.get('MEMLM_RESULTS', repo_root()/'results'))
 def figures_dir() -> Path: return Path(os.environ.get('MEMLM_FIGURES', repo_root()/'figures'))
@@ -91,6 +102,7 @@ def provenance(device: torch.device | str | None = None) -> dict:
              device=device_name(device), torch=torch.__version__, python=platform.python_version(),
              host=socket.gethostname())
     if MALLOC_KEPT: p["malloc"] = MALLOC_KEPT
+    if DENORMALS_FLUSHED: p["denormals"] = "flushed to zero"
     head = _git('rev-parse', 'HEAD')
     if head != p['commit']: p['head_now'] = head
     return p
