@@ -68,12 +68,12 @@ def keep_freed_memory(limit: int = 1 << 30) -> bool:
 DENORMALS_FLUSHED: bool = False  # set by `flush_denormals`; provenance records it
 
 def flush_denormals() -> bool:
-    """Flush subnormal floats to zero on this CPU thread (`torch.set_flush_denormal`), the thread single-threaded runs
-    compute on: arithmetic on subnormals is ~100x slower on x86, and long runs can drift into it. Values below
-    `torch.finfo(float32).tiny` become 0; nothing larger changes. Process-wide; `execute` calls it for every run.
+    """Flush subnormal floats to zero (`torch.set_flush_denormal`, on the calling thread: the one single-threaded runs
+    compute on): arithmetic on subnormals is ~100x slower on x86, and long runs can drift into it. Values below
+    `torch.finfo(float32).tiny` become 0; nothing larger changes. `execute` calls it for every run.
     False where the CPU does not support it (e.g. no SSE3)."""
     global DENORMALS_FLUSHED
-    DENORMALS_FLUSHED = torch.set_flush_denormal(True) or DENORMALS_FLUSHED
+    DENORMALS_FLUSHED = torch.set_flush_denormal(True)
     return DENORMALS_FLUSHED
 
 # %% ../nbs/01_registry.ipynb #09b863ad
