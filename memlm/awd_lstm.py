@@ -14,8 +14,8 @@ from .experiment import Spec, Plan, RunContext, data_identity, best_checkpoint
 from .registry import pick
 
 # %% auto #0
-__all__ = ['PARTS', 'AWDExp', 'train_awd', 'trained_awd', 'DynEvalExp', 'dyneval_awd', 'ThroughputExp', 'awd_throughput',
-           'awd_configs', 'make_plan']
+__all__ = ['PARTS', 'SCHEDULE_SEARCH', 'AWDExp', 'train_awd', 'trained_awd', 'DynEvalExp', 'dyneval_awd', 'ThroughputExp',
+           'awd_throughput', 'fixed_schedule', 'choose_schedule', 'schedule_specs', 'awd_configs', 'make_plan']
 
 # %% ../nbs/09_awd_lstm.ipynb #86d0011f
 @dataclass
@@ -90,7 +90,32 @@ def awd_throughput(cfg: ThroughputExp, seed: int, ctx: RunContext) -> dict:
     return dict(model_tps=tp['tokens_per_s'], baseline_tps=tp['ref_tokens_per_s'], ratio=tp['ratio'], sizes=cfg.model.layer_sizes, threads=tp['threads'])
 
 # %% ../nbs/09_awd_lstm.ipynb #f819ee63
-PARTS = ('lm', 'dynamic_eval', 'throughput')
+PARTS = ('lm', 'dynamic_eval', 'throughput', 'schedule')
+
+def fixed_schedule(train: TrainConfig, decay_at: int, tail: tuple = (6, 2, 2)) -> TrainConfig:
+    """`train` on a fixed schedule: its lr until epoch `decay_at`, then ÷`lr_decay` after it and after each later step of `tail`
+    (epochs at lr/4, lr/16, lr/64 for ÷4), no early stopping: every arm and seed trains exactly `decay_at + sum(tail)` epochs."""
+    if decay_at < 1 or len(tail) != 3 or min(tail) < 1: raise ValueError(f'a fixed schedule needs decay_at >= 1 and three positive tail lengths, got {decay_at}, {tail}')
+    a, b, c = tail
+    return replace(train, lr_milestones=(decay_at, decay_at + a, decay_at + a + b), epochs=decay_at + a + b + c,
+                   patience=None, min_delta=0., lr_decay_threshold=None, lr_decay_start=None, nt_asgd=False)
+
+# The candidates of the cpu schedule search: branch points of one lr-30 trunk, one tail each (smoke: a tiny copy)
+SCHEDULE_SEARCH = dict(cpu=dict(decay_at=(10, 14, 18), tail=(6, 2, 2)), smoke=dict(decay_at=(1, 2), tail=(1, 1, 1)))
+
+def choose_schedule(val_ppl: dict[int, float], tol: float = 0.5) -> int:
+    """The declared rule that picks the cpu schedule's decay point from the branches' validation perplexity: the lowest, except
+    that a shorter schedule within `tol` of it wins (every later run pays for the extra epochs)."""
+    best = min(val_ppl.values())
+    return min(e for e, v in val_ppl.items() if v <= best + tol)
+
+def schedule_specs(lm: AWDExp, seed: int, did: str, decay_at: tuple, tail: tuple) -> list[Spec]:
+    "One lr-`lm.train.lr` trunk that keeps its checkpoints at `decay_at`, and one branch per decay point with its fixed tail."
+    trunk_train = replace(lm.train, epochs=max(decay_at), keep_epochs=tuple(decay_at), patience=None, min_delta=0.,
+                          lr_decay_threshold=None, lr_decay_start=None, nt_asgd=False)
+    trunk = Spec(train_awd, replace(lm, train=trunk_train), seed, name='sched_trunk', data_id=did)
+    return [trunk] + [Spec(train_awd, replace(lm, train=fixed_schedule(lm.train, e, tail)), seed, name=f'sched_decay{e}', data_id=did,
+                           extends=trunk, from_epoch=e) for e in decay_at]
 
 def awd_configs(scale: str, data_path: str | None = None) -> tuple[AWDExp, ThroughputExp]:
     "The LM and throughput configs of `scale`."
@@ -118,4 +143,7 @@ def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Pla
     lms = [Spec(train_awd, lm, s, name='awd_lstm', data_id=did) for s in seeds]
     dyn = [Spec(dyneval_awd, DynEvalExp(lm=lm, lm_run=l.folder, dyn=DynEvalConfig.paper(max_stats_batches=stats_cap)), l.seed,
                 name='dynamic_eval', data_id=did, needs=(l,)) for l in lms]
-    return Plan('awd_lstm', scale, {'lm': lms, 'dynamic_eval': dyn, 'throughput': [Spec(awd_throughput, tp, seeds[0], name='throughput')]})
+    search = SCHEDULE_SEARCH.get(scale)
+    sched = schedule_specs(lm, seeds[0], did, **search) if search else []
+    return Plan('awd_lstm', scale, {'lm': lms, 'dynamic_eval': dyn, 'throughput': [Spec(awd_throughput, tp, seeds[0], name='throughput')],
+                                    'schedule': sched})

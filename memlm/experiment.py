@@ -4,7 +4,7 @@
 
 # %% ../nbs/05_experiment.ipynb #db5b2726
 from __future__ import annotations
-import csv, hashlib, json, math, multiprocessing as mp, os, shutil, signal, statistics, time, traceback
+import contextlib, csv, fcntl, hashlib, json, math, multiprocessing as mp, os, shutil, signal, socket, statistics, time, traceback
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field, fields, is_dataclass, asdict, replace
 from pathlib import Path
@@ -15,13 +15,13 @@ from .registry import (SCALES, check_scale, results_dir, provenance, write_json,
 from .train import fit, TimeLimitReached, Interrupted
 
 # %% auto #0
-__all__ = ['CLAIM_COLUMNS', 'VERDICTS', 'NotebookParams', 'snapshot', 'read_params', 'fn_name', 'config_dict', 'key_dict',
-           'content_key', 'data_identity', 'Spec', 'borrow', 'ckpt_home', 'stop_reason', 'fit_summary', 'RunContext',
-           'ToyConfig', 'toy_regression', 'runs_dir', 'best_checkpoint', 'load_record', 'execute', 'Results', 'Plan',
-           'paper_plan', 'run_named', 'plan_status', 'mean_sd', 'aggregate', 'paired_diff', 'row_metrics', 'fmt_ms',
-           'read_claims', 'check_expect', 'verdict', 'claim_value', 'run_lists', 'trained_at', 'claim_note',
-           'summary_rows', 'summary_markdown', 'paper_status', 'write_summary', 'unrecorded_claims', 'global_reads',
-           'adopt']
+__all__ = ['CLAIM_COLUMNS', 'VERDICTS', 'NotebookParams', 'snapshot', 'read_params', 'fn_name', 'stable_key', 'key_name',
+           'type_name', 'config_dict', 'key_dict', 'content_key', 'data_identity', 'Spec', 'borrow', 'ckpt_home',
+           'stop_reason', 'fit_summary', 'RunContext', 'ToyConfig', 'toy_regression', 'runs_dir', 'best_checkpoint',
+           'CorruptRecordError', 'load_record', 'run_lock', 'execute', 'Results', 'Plan', 'paper_plan', 'run_named',
+           'plan_status', 'mean_sd', 'aggregate', 'paired_diff', 'row_metrics', 'fmt_ms', 'read_claims', 'check_expect',
+           'verdict', 'claim_value', 'run_lists', 'trained_at', 'claim_note', 'summary_rows', 'summary_markdown',
+           'paper_status', 'write_summary', 'unrecorded_claims', 'global_reads', 'adopt']
 
 # %% ../nbs/05_experiment.ipynb #3edf2536
 @dataclass
@@ -60,10 +60,23 @@ def read_params(ns: dict, before: frozenset, parts=(), cls=NotebookParams) -> No
 # %% ../nbs/05_experiment.ipynb #c02e73c2
 def fn_name(fn: Callable) -> str: return f'{fn.__module__}.{fn.__qualname__}'
 
+def stable_key(name: str):
+    "Pin the name an experiment function is keyed by (its `module.qualname` when it was first recorded), so that moving or renaming it keeps its runs."
+    def pin(fn): fn.key_name = name; return fn
+    return pin
+
+def key_name(fn: Callable) -> str:
+    "What a run key calls its experiment function: the pinned `key_name`, else `module.qualname`."
+    return getattr(fn, 'key_name', None) or fn_name(fn)
+
+def type_name(cfg) -> str:
+    "What a run key calls a config's type: the class's pinned `key_type`, else its qualified name (no module: moving it keeps the key)."
+    return vars(type(cfg)).get('key_type') or type(cfg).__qualname__
+
 def config_dict(cfg) -> dict:
     "A config as plain JSON data, with its type name (dataclasses, dicts of them, or None)."
     if cfg is None: return {}
-    if is_dataclass(cfg): return {'_type': type(cfg).__qualname__, **_jsonable(asdict(cfg))}
+    if is_dataclass(cfg): return {'_type': type_name(cfg), **_jsonable(asdict(cfg))}
     if isinstance(cfg, dict): return _jsonable(cfg)
     raise TypeError(f'a run config must be a dataclass or a dict, got {type(cfg).__name__}')
 
@@ -76,7 +89,7 @@ def key_dict(cfg) -> dict:
     A field added to a config after runs were recorded is marked `metadata={'key': 'if_set'}`: keyed only off its default, so
     older records keep their keys (their runs had the default)."""
     if is_dataclass(cfg):
-        return {'_type': type(cfg).__qualname__, **{f.name: key_dict(v) for f in fields(cfg) if _keyed(f, v := getattr(cfg, f.name))}}
+        return {'_type': type_name(cfg), **{f.name: key_dict(v) for f in fields(cfg) if _keyed(f, v := getattr(cfg, f.name))}}
     if isinstance(cfg, dict): return {str(k): key_dict(v) for k, v in cfg.items()}
     if isinstance(cfg, (list, tuple)): return [key_dict(v) for v in cfg]
     return _jsonable(cfg)
@@ -100,6 +113,7 @@ class Spec:
     name: str = ''                   # a short label for the folder and the tables (default: the config's type)
     data_id: str | None = None       # identity of data the config does not pin (e.g. corpus checksums)
     extends: Spec | None = None      # start from this run's last checkpoint (the same training, a longer budget)
+    from_epoch: int | None = None    # with `extends`: start from its checkpoint after this epoch (its `keep_epochs`): a branch onto another schedule
     needs: tuple = ()                # runs that must finish first (e.g. the model this run evaluates); not part of the key
     home: str | None = None          # the paper whose runs folder holds the run when another plan owns it (a shared baseline); not part of the key
     label: str = ''                  # its row in this plan's tables (default: `name`); not part of the key
@@ -108,7 +122,7 @@ class Spec:
             raise TypeError(f'{self.fn!r}: an experiment function must be a module-level function (worker processes import it)')
         self.name = self.name or type(self.cfg).__name__
     @property
-    def key(self) -> str: return content_key(fn_name(self.fn), key_dict(self.cfg), self.seed, self.data_id)
+    def key(self) -> str: return content_key(key_name(self.fn), key_dict(self.cfg), self.seed, self.data_id)
     @property
     def folder(self) -> str: return f'{self.name}-s{self.seed}-{self.key}'
     @property
@@ -148,6 +162,8 @@ class RunContext:
     device: Any = 'cpu'              # the device to train on
     deadline: float | None = None    # time.time() at which to stop, checkpointed
     fits: list = field(default_factory=list)   # fit_summary of every stage, in order
+    current: str | None = None       # the stage `fit` is in (a time limit's record counts its epochs so far)
+    caps: dict = field(default_factory=dict)   # each stage's epoch cap
     def __post_init__(self): self.device = torch.device(self.device)
     def ckpt_dir(self, stage: str = 'train') -> Path | None: return None if self.dir is None else ckpt_home(self.dir)/stage
     def log_path(self, stage: str = 'train') -> Path | None: return None if self.dir is None else self.dir/f'{stage}.log.jsonl'
@@ -159,6 +175,7 @@ class RunContext:
         "The core `fit`, checkpointed in this run's folder, logged, stopping at the deadline."
         if self.dir is not None and not (self.ckpt_dir(stage)/'last.pt').exists() and self.log_path(stage).exists():
             self.log_path(stage).unlink()                       # a fresh start: no epochs of an earlier attempt
+        self.current, self.caps[stage] = stage, cfg.epochs
         hist = fit(model, task, cfg, ckpt_dir=self.ckpt_dir(stage), log=self.log, name=stage, deadline=self.deadline, **kw)
         if self.dir is not None:                                # the exact history, also if the process died between epochs
             tmp = self.log_path(stage).with_suffix('.tmp'); tmp.write_text(''.join(json.dumps(_jsonable(h)) + '\n' for h in hist))
@@ -213,27 +230,95 @@ def best_checkpoint(run_dir, stage: str = 'train') -> Path:
     if not path.exists(): raise FileNotFoundError(f'{path}: the run has no checkpoint here (checkpoints are not committed; rerun it)')
     return path
 
+class CorruptRecordError(ValueError):
+    "A run's record.json that cannot be read: the message names the file and what to do."
+
 def load_record(d: Path) -> dict | None:
+    "The record of the run in folder `d` (None: none yet); an unreadable one raises `CorruptRecordError` naming it and the way out."
     p = Path(d)/'record.json'
-    return json.loads(p.read_text()) if p.exists() else None
+    if not p.exists(): return None
+    try: rec = json.loads(p.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as e: why = f'not JSON ({e})'
+    else:
+        if isinstance(rec, dict) and rec.get('status') in ('done', 'incomplete'): return rec
+        why = f"no status 'done' or 'incomplete' (keys: {sorted(rec) if isinstance(rec, dict) else type(rec).__name__})"
+    raise CorruptRecordError(f"{p}: corrupt record, {why}. If it is committed, restore it: git checkout -- '{p}'; "
+                             f"else remove it to train the run again: rm '{p}'")
+
+def _snapshot_dir(src: Path, spec: Spec, stage: str = 'train') -> Path:
+    return ckpt_home(src)/stage/f'epoch{spec.from_epoch}'
 
 def _start_from(spec: Spec, d: Path, root: Path):
-    "Seed a not-yet-started `extends` run with the other run's checkpoints and logs."
+    "Seed a not-yet-started `extends` run with the other run's checkpoints and logs (with `from_epoch`: those after that epoch)."
     src = root/spec.extends.folder
-    if ckpt_home(d).exists() or not ckpt_home(src).exists(): return
-    shutil.copytree(ckpt_home(src), ckpt_home(d))
-    for f in src.glob('*.log.jsonl'): shutil.copy(f, d/f.name)
+    if ckpt_home(d).exists(): return
+    if spec.from_epoch is None:
+        if not ckpt_home(src).exists(): return
+        shutil.copytree(ckpt_home(src), ckpt_home(d), ignore=shutil.ignore_patterns('epoch*'))
+        for f in src.glob('*.log.jsonl'): shutil.copy(f, d/f.name)
+        return
+    snap = _snapshot_dir(src, spec)
+    if not snap.exists(): raise FileNotFoundError(f'{snap}: {spec.folder} branches from {spec.extends.folder} after epoch {spec.from_epoch}, '
+                                                  f'which has not kept that checkpoint yet (its keep_epochs); run it first')
+    shutil.copytree(snap, ckpt_home(d)/'train')
+    lines = (src/'train.log.jsonl').read_text().splitlines() if (src/'train.log.jsonl').exists() else []
+    (d/'train.log.jsonl').write_text(''.join(l + '\n' for l in lines if l.strip() and json.loads(l).get('epoch', 0) <= spec.from_epoch))
+
+@contextlib.contextmanager
+def run_lock(d: Path, wait: bool = True):
+    """Hold the lock of run folder `d` (an `fcntl` lock on `d/.lock`). A second process waits for it, saying who holds it
+    (`wait=False`: raises `BlockingIOError`); the lock of a process that died is released with it, so it is never stale."""
+    d.mkdir(parents=True, exist_ok=True)
+    with open(d/'.lock', 'a+') as f:
+        try: fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            f.seek(0); who = f.read().strip() or 'another process'
+            if not wait: raise BlockingIOError(f'{d.name} is being run by {who}') from None
+            print(f'{d.name}: held by {who}; waiting for it', flush=True)
+            fcntl.flock(f, fcntl.LOCK_EX)
+        f.seek(0); f.truncate(); f.write(f'pid {os.getpid()} on {socket.gethostname()} since {time.strftime("%Y-%m-%d %H:%M:%S")}\n'); f.flush()
+        try: yield
+        finally: f.seek(0); f.truncate(); fcntl.flock(f, fcntl.LOCK_UN)
+
+def _session_start(d: Path) -> dict:
+    """Mark a session as running (`d/.session`); a mark left by an earlier process means it was killed: return that session
+    (counted once, its wall time up to its last heartbeat: the mtime of the log it last wrote or of the mark)."""
+    m, killed = d/'.session', {}
+    if m.exists():
+        t0 = float(m.read_text().strip() or m.stat().st_mtime)
+        beats = [*d.glob('*.log.jsonl'), *ckpt_home(d).glob('*/last.pt')]
+        last = max([m.stat().st_mtime] + [f.stat().st_mtime for f in beats])
+        killed = dict(sessions=1, wall_time_s=max(last - t0, 0.))
+    m.write_text(f'{time.time()}')
+    return killed
+
+def _stage_so_far(ctx: 'RunContext') -> dict | None:
+    "The summary of the stage a time limit cut (epochs done and their training time, from its log), or None."
+    st = ctx.current
+    if st is None or any(f['stage'] == st for f in ctx.fits) or not ctx.log_path(st).exists(): return None
+    hist = [json.loads(l) for l in ctx.log_path(st).read_text().splitlines() if l.strip()]
+    return fit_summary(hist, ctx.caps.get(st, len(hist)), st) | dict(stop_reason='time limit (checkpointed)') if hist else None
 
 def execute(spec: Spec, root: Path, *, deadline: float | None = None, rerun: bool = False, device=None) -> dict:
-    "Run `spec` in `root/<spec.folder>` unless it has a finished record; returns its record (status done or incomplete)."
+    """Run `spec` in `root/<spec.folder>` unless it has a finished record; returns its record (status done or incomplete).
+    The run folder is locked while it runs (a second process on it waits, then finds it done)."""
     root = Path(root); d = root/spec.folder
     rec = load_record(d)
     if rec is not None and rec['status'] == 'done' and not rerun: return rec
+    with run_lock(d):
+        rec = load_record(d)                                           # what the process we waited for left
+        if rec is not None and rec['status'] == 'done' and not rerun: return rec
+        return _execute_locked(spec, root, d, rec, deadline, rerun, device)
+
+def _execute_locked(spec, root, d, rec, deadline, rerun, device) -> dict:
     ck = ckpt_home(d)
-    if rerun: shutil.rmtree(d, ignore_errors=True); shutil.rmtree(ck, ignore_errors=True); rec = None
+    if rerun:
+        for f in d.iterdir():
+            if f.name != '.lock': shutil.rmtree(f) if f.is_dir() else f.unlink()
+        shutil.rmtree(ck, ignore_errors=True); rec = None
     if rec is not None and not ck.exists(): rec = None                  # interrupted, its checkpoint lost: it starts over
-    d.mkdir(parents=True, exist_ok=True)
     if spec.extends is not None: _start_from(spec, d, root)
+    killed = _session_start(d)
     device = torch.device(device) if device is not None else get_device()
     keep_freed_memory()                                                # speed only: no number changes (see 01_registry)
     flush_denormals()                                                  # speed; only values below 1.2e-38 change (to 0)
@@ -242,16 +327,20 @@ def execute(spec: Spec, root: Path, *, deadline: float | None = None, rerun: boo
     t0, status, metrics, error, stopped = time.time(), 'done', None, None, None
     try: metrics = spec.fn(spec.cfg, spec.seed, ctx)
     except TimeLimitReached as e: status, error, stopped = 'incomplete', str(e), e
-    wall = time.time() - t0 + ((rec or {}).get('wall_time_s') or 0)   # summed over the sessions it took
-    last = ctx.fits[-1] if ctx.fits else {}
-    rec = dict(name=spec.name, key=spec.key, fn=fn_name(spec.fn), config=config_dict(spec.cfg), seed=spec.seed,
-               data_id=spec.data_id, extends=spec.extends.folder if spec.extends else None, status=status,
+    stages = ctx.fits + ([cut] if status == 'incomplete' and (cut := _stage_so_far(ctx)) else [])
+    wall = time.time() - t0 + ((rec or {}).get('wall_time_s') or 0) + killed.get('wall_time_s', 0)   # summed over every session
+    last = stages[-1] if stages else {}
+    rec = dict(name=spec.name, key=spec.key, fn=key_name(spec.fn), config=config_dict(spec.cfg), seed=spec.seed,
+               data_id=spec.data_id, extends=spec.extends.folder if spec.extends else None, from_epoch=spec.from_epoch, status=status,
                metrics=metrics, epochs=last.get('epochs'), best_epoch=last.get('best_epoch'), stop_reason=last.get('stop_reason'),
-               stages=ctx.fits, train_time_s=round(sum(f['train_time_s'] for f in ctx.fits), 2), wall_time_s=round(wall, 2),
-               sessions=(rec or {}).get('sessions', 0) + 1, note=error, provenance=provenance(device))
+               stages=stages, train_time_s=round(sum(f['train_time_s'] for f in stages), 2), wall_time_s=round(wall, 2),
+               sessions=(rec or {}).get('sessions', 0) + killed.get('sessions', 0) + 1,
+               killed_sessions=(rec or {}).get('killed_sessions', 0) + killed.get('sessions', 0), note=error, provenance=provenance(device))
     write_json(d/'record.json', rec)
+    (d/'.session').unlink(missing_ok=True)
     if isinstance(stopped, Interrupted): raise stopped                 # Ctrl-C / kill: recorded and checkpointed; the caller stops too
     return rec
+
 
 # %% ../nbs/05_experiment.ipynb #80229721
 def _worker_init(threads: int | None):
@@ -265,7 +354,7 @@ def _worker_run(spec: Spec, root: str, deadline, rerun: bool, device: str) -> di
 class Results(dict):
     "Records of a plan's runs, by run folder; look them up with the `Spec`."
     def __init__(self, specs: list[Spec], records: dict, remaining: list[Spec]):
-        super().__init__(records); self.specs, self.remaining = specs, remaining
+        super().__init__(records); self.specs, self.remaining, self.corrupt = specs, remaining, []
     def __getitem__(self, spec): return super().__getitem__(spec.folder if isinstance(spec, Spec) else spec)
     def done(self, spec: Spec) -> bool: return spec.folder in self and dict.__getitem__(self, spec.folder)['status'] == 'done'
     def metrics(self, specs: list[Spec]) -> list[dict]:
@@ -321,11 +410,15 @@ class Plan:
         out = {}
         def add(s):
             if s.extends is not None and s.extends.home != s.home: raise ValueError(f'{s.folder} extends {s.extends.folder}, which lives in another home')
-            for r in _requires(s): add(r)
+            for r in self.requires(s): add(r)
             out.setdefault(s.folder, s)
         for p in self.part_names(parts):
             for s in self.parts[p]: add(s)
         return list(out.values())
+
+    def requires(self, s: Spec) -> list[Spec]:
+        "The runs `s` extends or needs and that are not ready for it: a branch (`from_epoch`) needs only its trunk's kept checkpoint."
+        return [r for r in _requires(s) if not (r is s.extends and s.from_epoch is not None and _snapshot_dir(self.dir(r), s).exists())]
 
     def dir(self, s: Spec) -> Path:
         "The folder of run `s`: in this plan's runs folder, or in its home paper's (`<scale>/<home>/runs`, beside this plan's)."
@@ -340,16 +433,19 @@ class Plan:
         margin = margin_s if margin_s is not None else (min(120., 0.05 * time_limit_s) if time_limit_s else 0.)
         deadline = t0 + time_limit_s - margin if time_limit_s else None
         device = str(device or get_device())
-        records, remaining = {}, []
-        todo = []
+        records, remaining, corrupt, todo = {}, [], [], []
         for s in specs:
-            rec = load_record(self.dir(s))
+            try: rec = load_record(self.dir(s))
+            except CorruptRecordError as e: corrupt.append(s); print(f'skipped: {e}', flush=True); continue
             if rec is not None and rec['status'] == 'done' and not rerun: records[s.folder] = rec
             else: todo.append(s)
-        if progress and todo: print(f'{self.paper} ({self.scale}): {len(specs) - len(todo)} of {len(specs)} runs cached, {len(todo)} to run')
+        if progress:
+            reused = [s.folder for s in specs if s.folder in records]
+            print(f'{self.paper} ({self.scale}): {len(reused)} of {len(specs)} runs reused from their records'
+                  + (f' ({", ".join(reused)})' if reused and len(reused) <= 8 else '') + (f', {len(todo)} to run' if todo else ', nothing to run'), flush=True)
         if workers <= 1 or len(todo) <= 1:
             for s in todo:
-                if deadline is not None and time.time() >= deadline or not _ready(s, records): remaining.append(s); continue
+                if deadline is not None and time.time() >= deadline or not self._ready(s, records): remaining.append(s); continue
                 records[s.folder] = execute(s, self.dir(s).parent, deadline=deadline, rerun=rerun, device=device)
                 if progress: print(_run_line(records[s.folder], s))
         else:
@@ -362,31 +458,32 @@ class Plan:
                 for wave in todo:
                     futs = {}
                     for i, s in enumerate(wave):
-                        if deadline is not None and time.time() >= deadline or not _ready(s, records): remaining.append(s); continue
+                        if deadline is not None and time.time() >= deadline or not self._ready(s, records): remaining.append(s); continue
                         dev = f'cuda:{i % ngpu}' if ngpu else device
                         futs[ex.submit(_worker_run, s, str(self.dir(s).parent), deadline, rerun, dev)] = s
                     for f in as_completed(futs):
                         s = futs[f]; records[s.folder] = f.result()
                         if progress: print(_run_line(records[s.folder], s))
-        res = Results(specs, {s.folder: records[s.folder] for s in specs if s.folder in records}, remaining)   # plan order
+        res = Results(specs, {s.folder: records[s.folder] for s in specs if s.folder in records}, remaining + corrupt)   # plan order
+        res.corrupt = [s.folder for s in corrupt]
         if progress and not res.complete: print(res.status())
         return res
 
-    @staticmethod
-    def _waves(todo: list[Spec]) -> list[list[Spec]]:
+    def _ready(self, s: Spec, records: dict) -> bool:
+        "Whether everything `s` extends or needs has finished (or, for a branch, kept its checkpoint)."
+        return all(records.get(r.folder, {}).get('status') == 'done' for r in self.requires(s))
+
+    def _waves(self, todo: list[Spec]) -> list[list[Spec]]:
         "Split runs into waves so that a run goes after the runs it extends or needs."
         waves, left = [], list(todo)
         while left:
             pending = {t.folder for t in left}
-            wave = [s for s in left if not any(r.folder in pending for r in _requires(s))]
+            wave = [s for s in left if not any(r.folder in pending for r in self.requires(s))]
             if not wave: raise ValueError(f'circular run dependencies among {sorted(pending)}')
             waves.append(wave); left = [s for s in left if s not in wave]
         return waves
 
 def _requires(s: Spec) -> list[Spec]: return ([s.extends] if s.extends is not None else []) + list(s.needs)
-def _ready(s: Spec, records: dict) -> bool:
-    "Whether everything `s` extends or needs has finished."
-    return all(records.get(r.folder, {}).get('status') == 'done' for r in _requires(s))
 
 def _run_line(rec: dict, s: Spec) -> str:
     m = rec.get('metrics') or {}
@@ -428,8 +525,13 @@ def run_named(paper: str, scale: str, items: list[str], workers: int = 1, time_l
 def _finished(self: Plan, res: Results | None = None, parts=None) -> Results:
     "The records of the runs listed in `parts` (default all): this execution's (`res`) where it has them, else the ones on disk."
     specs = list({s.folder: s for p in self.part_names(parts) for s in self.parts[p]}.values())   # without what they extend or need
-    recs = {s.folder: res[s] if res is not None and s.folder in res else load_record(self.dir(s)) for s in specs}
+    recs = {s.folder: res[s] if res is not None and s.folder in res else _record_or_warn(self.dir(s)) for s in specs}
     return Results(specs, {k: v for k, v in recs.items() if v is not None}, [])
+
+def _record_or_warn(d: Path) -> dict | None:
+    "A run's record for rendering: a corrupt one is named (with the way out) and left out, as if not run."
+    try: return load_record(d)
+    except CorruptRecordError as e: print(f'left out: {e}', flush=True); return None
 Plan.finished = _finished
 
 def _logged_epochs(d: Path) -> int:
@@ -446,7 +548,9 @@ def _status_rows(self: Plan, parts=None) -> list[dict]:
     and why it stopped; a run not done has `est_h`, the median hours of the same run's finished seeds (None without one)."""
     rows, names, hours = [], [], {}
     for s in self.specs(parts):
-        d = self.dir(s); r = load_record(d) or {}
+        d = self.dir(s)
+        try: r = load_record(d) or {}
+        except CorruptRecordError as e: r = dict(status='corrupt'); print(e, flush=True)
         status = r.get('status') or ('interrupted (checkpointed)' if ckpt_home(d).exists() else 'not started')
         if status == 'done' and (h := _run_hours(r)): hours.setdefault(s.name, []).append(h)
         names.append(s.name)

@@ -4,7 +4,7 @@
 
 # %% ../nbs/03_train.ipynb #d4664bc3
 from __future__ import annotations
-import contextlib, math, os, random, signal, threading, time, warnings
+import contextlib, math, os, random, shutil, signal, threading, time, warnings
 from dataclasses import dataclass, asdict, field, replace
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
@@ -18,9 +18,10 @@ from .evaluate import evaluate, model_device
 
 # %% auto #0
 __all__ = ['TrainConfig', 'make_optimizer', 'epoch_generator', 'partial_shuffle', 'lm_loss', 'LMTask', 'accuracy', 'BatchTask',
-           'save_checkpoint', 'load_checkpoint', 'load_model', 'rng_state', 'set_rng_state', 'nonmono_trigger',
-           'averaged_weights', 'epochs_since_improvement', 'decayed_lr', 'NonFiniteLossError', 'TimeLimitReached',
-           'Interrupted', 'StepInfo', 'Run', 'start_run', 'train_step', 'train_epoch', 'end_epoch', 'fit', 'finish']
+           'save_checkpoint', 'CorruptCheckpointError', 'load_checkpoint', 'load_model', 'rng_state', 'set_rng_state',
+           'nonmono_trigger', 'averaged_weights', 'epochs_since_improvement', 'scheduled_lr', 'decayed_lr',
+           'NonFiniteLossError', 'TimeLimitReached', 'Interrupted', 'StepInfo', 'Run', 'start_run', 'train_step',
+           'train_epoch', 'end_epoch', 'fit', 'finish']
 
 # %% ../nbs/03_train.ipynb #ebd7d26a
 @dataclass
@@ -43,6 +44,8 @@ class TrainConfig:
     lr_decay: float = 1.             # factor the lr is divided by when a decay rule fires
     lr_decay_start: int | None = None  # Zaremba: divide by lr_decay after every epoch from this epoch on
     lr_decay_threshold: float | None = None  # Gui et al.: divide when val ppl (else val loss) improves by less
+    lr_milestones: tuple = field(default=(), metadata={'key': 'if_set'})  # a fixed schedule: divide by lr_decay after each of these epochs (1-based); no other rule may be set
+    keep_epochs: tuple = field(default=(), metadata={'key': False})  # also keep the checkpoints after these epochs (`epoch<N>/`): schedules branch from them
     partial_shuffle: bool = False    # Press 2019: rotate every stream by a random offset each epoch
     seed: int = 0                    # seeds dropout, batch order and BPTT lengths
     log_interval: int = field(default=50, metadata={'key': False})  # steps between progress-bar updates (and NaN checks)
@@ -229,9 +232,16 @@ def save_checkpoint(obj: dict, path) -> Path:
     os.replace(tmp, path)
     return path
 
+class CorruptCheckpointError(RuntimeError):
+    "A checkpoint file that cannot be read (truncated, not a checkpoint): the message names it and the way out."
+
 def load_checkpoint(path, map_location='cpu') -> dict:
-    "Read a checkpoint written by `fit` (`weights_only=True`: tensors and plain containers only)."
-    return torch.load(path, map_location=map_location, weights_only=True)
+    "Read a checkpoint written by `fit` (`weights_only=True`: tensors and plain containers only); a clear error naming an unreadable file."
+    try: return torch.load(path, map_location=map_location, weights_only=True)
+    except FileNotFoundError: raise
+    except Exception as e:
+        raise CorruptCheckpointError(f"{path}: not a readable checkpoint ({type(e).__name__}: {str(e)[:200]}). Delete it to start "
+                                     f"that stage again from its beginning (or from the previous checkpoint): rm '{path}'") from None
 
 def load_model(path, model):
     "Load the `model` weights of a checkpoint (e.g. `best.pt`) into `model`; returns the model."
@@ -280,8 +290,16 @@ def epochs_since_improvement(scores: list, min_delta: float = 0.) -> int:
         if s < best - min_delta: best, last = s, i
     return len(scores) - 1 - last
 
+def scheduled_lr(cfg: TrainConfig, epochs_done: int) -> float:
+    "A fixed schedule's lr for the epoch after `epochs_done` epochs: `lr / lr_decay^(milestones passed)`."
+    return cfg.lr / cfg.lr_decay ** sum(m <= epochs_done for m in cfg.lr_milestones)
+
 def decayed_lr(lr: float, cfg: TrainConfig, epoch: int, val: float | None = None, prev_val: float | None = None) -> float:
     "The lr for the epoch after `epoch` (0-based), given this and the previous epoch's validation score."
+    if cfg.lr_milestones:
+        if cfg.lr_decay_start is not None or cfg.lr_decay_threshold is not None:
+            raise ValueError('lr_milestones is a fixed schedule: it cannot be combined with lr_decay_start or lr_decay_threshold')
+        return scheduled_lr(cfg, epoch + 1)
     if cfg.lr_decay_start is not None and epoch + 1 >= cfg.lr_decay_start: lr /= cfg.lr_decay
     if cfg.lr_decay_threshold is not None and val is not None and prev_val is not None \
        and prev_val - val < cfg.lr_decay_threshold: lr /= cfg.lr_decay
@@ -367,12 +385,13 @@ def start_run(model, task, cfg: TrainConfig, ckpt_dir=None, make_optimizer=make_
     if run.last is not None and run.last.exists():
         ck = load_checkpoint(run.last)
         diff = {k: (v, getattr(cfg, k)) for k, v in ck['config'].items()
-                if k not in ('epochs', 'progress', 'log_interval') and getattr(cfg, k, v) != v}
+                if k not in ('epochs', 'progress', 'log_interval', 'keep_epochs', 'lr_milestones') and getattr(cfg, k, v) != v}
         if diff: warnings.warn(f'resuming {run.last} with a different config (saved, now): {diff}')
         model.load_state_dict(ck['model']); run.opt.load_state_dict(ck['optimizer']); run.st = ck['state']
         if ck['averaged'] is not None:
             run.avg = AveragedModel(model, use_buffers=False); run.avg.load_state_dict(ck['averaged'])
         set_rng_state(ck['rng']); task_state = ck['task']
+        if cfg.lr_milestones: run.st['lr'] = scheduled_lr(cfg, run.st['epoch'])   # a branch onto another tail: the lr of its schedule
     else: _seed_all(cfg.seed)
     if run.st['averaging'] and run.avg is None: run.avg = AveragedModel(model, use_buffers=False)
     return run, task_state
@@ -517,12 +536,22 @@ def fit(model,                           # the model to train (on its device)
             stop = train_epoch(run, extra_loss, callbacks, task_state, deadline, signals); task_state = None
             m = end_epoch(run, stop)
             _checkpoint(run)
+            if run.last is not None and run.st['epoch'] in cfg.keep_epochs: _snapshot(run)
             if log is not None: log(name, **m)
             if cfg.progress: tqdm.write(_summary(m))
             if signals.caught and not run.st['done']:               # caught during validation: the epoch is saved
                 raise Interrupted(f"{signals.caught} after epoch {run.st['epoch']}; checkpoint {run.last}")
     finish(run)
     return run.st['history']
+
+def _snapshot(run: Run) -> Path:
+    "Copy `last.pt` and `best.pt` after this epoch into `<ckpt_dir>/epoch<N>/` (complete or absent: written aside, then renamed)."
+    d = run.last.parent/f"epoch{run.st['epoch']}"; tmp = d.with_name(d.name + f'.tmp{os.getpid()}')
+    shutil.rmtree(tmp, ignore_errors=True); tmp.mkdir()
+    for f in (run.last, run.best_path):
+        if f.exists(): shutil.copy2(f, tmp/f.name)
+    shutil.rmtree(d, ignore_errors=True); os.replace(tmp, d)
+    return d
 
 def finish(run: Run):
     "Leave the best-validation weights in the model (cfg.load_best), else the averaged ones when averaging."
