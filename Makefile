@@ -4,7 +4,11 @@
 #   make reproduce [SCALE=smoke|cpu|gpu|paper] [PAPERS="awd_lstm dynamic_skip ..."] [PARTS="number,ptb"]
 #                  [WORKERS=2] [TIME_LIMIT=3600] [MEMLM_DATA=/path]
 #   make runs PAPER=phrase_induction RUNS="full:1 awd_lstm:2" [SCALE=cpu] [WORKERS=1] [TIME_LIMIT=s] [MEMLM_DATA=/path]
-#                  (chosen runs of one paper's plan: with one worker in the order given; records as the notebook's)
+#                  [SEEDS=0,1,2] [EXECUTOR=process|local|slurm]
+#                  (chosen runs of one paper's plan: with one worker in the order given; records as the notebook's;
+#                   EXECUTOR=slurm submits them to a cluster through submitit, local through its local executor)
+#   make gpu-check  (about a minute on a GPU: every notebook at smoke scale, into runs/gpu-check/, never results/)
+#   make lint
 #   make test
 #   make lab
 #
@@ -19,47 +23,45 @@
 # On an offline machine with torch, tqdm and numpy already installed (the GPU machines: no registry, no venv possible),
 # `make runs` and `make status` can run on the system Python instead of the venv (nothing is installed; memlm from this checkout):
 #   NO_VENV=1 make runs PAPER=span_buffer SCALE=cpu RUNS="mos:0 mos_snb:0" WORKERS=2 TIME_LIMIT=540 MEMLM_DATA=$PWD/corpora
+#
+# Every variable reaches the commands as an environment variable and is checked by `python -m memlm.cli` before any work:
+# a value is data, never pasted into code. A report or table is replaced only by a complete, successful execution:
+# a failed one is kept as runs/<scale>-<paper>.failed.ipynb, and PARTS=... writes under reports/<scale>/partial/ and
+# results/<scale>/<paper>/partial/ instead of over the full ones.
 
 SHELL     := /bin/bash
 PYTHON    ?= python3
 VENV      ?= .venv
 BIN       := $(VENV)/bin
-SCALES    := smoke cpu gpu paper
 SCALE     ?= smoke
 # Reproduction notebooks: the core's AWD-LSTM run (nbs/09_awd_lstm.ipynb) and one per paper, nbs/1N_<name>.ipynb.
 REPRO_NBS  := $(shell ls nbs/09_*.ipynb nbs/1[0-9]*_*.ipynb 2>/dev/null)
-ALL_PAPERS := $(shell echo $(REPRO_NBS) | tr ' ' '\n' | sed -E 's|nbs/[0-9]+[a-z]?_||; s|\.ipynb$$||')
-PAPERS    ?= $(ALL_PAPERS)
+PAPERS    ?=
 PARTS     ?=
 WORKERS   ?= 1
 TIME_LIMIT ?=
-# executed notebooks: smoke runs are scratch (runs/, git-ignored); real scales are reports a reader opens (reports/<scale>/)
-REPORTS   := $(if $(filter smoke,$(SCALE)),runs/smoke,reports/$(SCALE))
+SEEDS     ?= 0,1,2
+EXECUTOR  ?= process
 USE_SYSTEM_TORCH ?=
 STAMP     := $(VENV)/.memlm-stamp
 NO_VENV   ?=
 # what runs `make runs` / `make status`: the venv's Python, or (NO_VENV=1) the system's with this checkout on the path
 RUN_PY    := $(if $(NO_VENV),PYTHONPATH="$(CURDIR)$${PYTHONPATH:+:$$PYTHONPATH}" $(PYTHON),$(BIN)/python)
 RUN_DEPS  := $(if $(NO_VENV),,$(STAMP))
-SEEDS     ?= 0,1,2
+CLI       := $(RUN_PY) -m memlm.cli
+GPU_CHECK_JOBS ?= 4
+export SCALE PAPERS PAPER PARTS RUNS WORKERS TIME_LIMIT SEEDS EXECUTOR MEMLM_DATA
 
-.PHONY: reproduce runs status test venv check-args summary clean-runs help lab
+.PHONY: reproduce runs status test venv summary clean-runs help lab lint gpu-check
 
 help:
-	@echo "make reproduce [SCALE=$(subst $() $(),|,$(SCALES))] [PAPERS='$(ALL_PAPERS)'] [PARTS=a,b] [WORKERS=n] [TIME_LIMIT=s] [MEMLM_DATA=dir] [USE_SYSTEM_TORCH=1]"
-	@echo "make runs PAPER=<paper> RUNS='name:seed ...' [SCALE=...] [WORKERS=n] [TIME_LIMIT=s] [MEMLM_DATA=dir]"
+	@echo "make reproduce [SCALE=smoke|cpu|gpu|paper] [PAPERS='...'] [PARTS=a,b] [WORKERS=n] [TIME_LIMIT=s] [MEMLM_DATA=dir] [USE_SYSTEM_TORCH=1]"
+	@echo "make runs PAPER=<paper> RUNS='name:seed ...' [SCALE=...] [WORKERS=n] [TIME_LIMIT=s] [SEEDS=0,1,2] [EXECUTOR=process|local|slurm] [MEMLM_DATA=dir]"
 	@echo "make status PAPER=<paper> [SCALE=...] [SEEDS=0,1,2] [MEMLM_DATA=dir]  # what a campaign has done and has left"
-	@echo "make test"
+	@echo "make test | make lint | make gpu-check"
 	@echo "make summary    # README and results/summary.md from the records and claims"
 	@echo "make clean-runs # remove runs/ (smoke executions, papermill logs)"
 	@echo "make lab        # JupyterLab in nbs/, from the venv"
-
-check-args:
-	@if ! echo " $(SCALES) " | grep -q " $(SCALE) "; then \
-	  echo "error: unknown SCALE='$(SCALE)'; valid scales: $(SCALES)" >&2; exit 2; fi
-	@for p in $(PAPERS); do \
-	  if ! echo " $(ALL_PAPERS) " | grep -q " $$p "; then \
-	    echo "error: unknown paper '$$p'; valid PAPERS: $(ALL_PAPERS)" >&2; exit 2; fi; done
 
 $(STAMP): requirements.lock setup.py settings.ini
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(if $(USE_SYSTEM_TORCH),--system-site-packages) $(VENV)
@@ -73,30 +75,44 @@ $(STAMP): requirements.lock setup.py settings.ini
 
 venv: $(STAMP)
 
-reproduce: check-args $(STAMP)
-	@mkdir -p $(REPORTS) runs
-	@set -e; for p in $(PAPERS); do \
-	  nb=$$(ls nbs/[01][0-9]*_$$p.ipynb | head -1); \
-	  echo "== $$p ($$nb) at scale $(SCALE)"; \
-	  MEMLM_DATA="$(MEMLM_DATA)" $(BIN)/papermill --cwd nbs --no-progress-bar --log-output \
-	    $$nb $(REPORTS)/$$(basename $$nb) -p scale $(SCALE) -p workers $(WORKERS) \
-	    $(if $(PARTS),-y "parts: [$(PARTS)]") $(if $(TIME_LIMIT),-p time_limit_s $(TIME_LIMIT)) > runs/$(SCALE)-$$p.log 2>&1 \
-	    || { tail -40 runs/$(SCALE)-$$p.log; echo "error: $$p failed, log: runs/$(SCALE)-$$p.log" >&2; exit 1; }; \
+# executed notebooks: smoke runs are scratch (runs/smoke), real scales are reports a reader opens (reports/<scale>/);
+# each is written aside and moved into place only when the whole notebook ran
+reproduce: $(STAMP)
+	@mkdir -p runs
+	@papers=$$($(BIN)/python -m memlm.cli check --scale "$$SCALE" --papers "$$PAPERS" --parts "$$PARTS" --workers "$$WORKERS" \
+	    --time-limit "$$TIME_LIMIT" --params-out "runs/params-$$SCALE.yaml") || exit 2; \
+	case "$$SCALE" in smoke) out=runs/smoke;; *) out="reports/$$SCALE";; esac; \
+	if [ -n "$$PARTS" ]; then out="$$out/partial"; fi; mkdir -p "$$out"; \
+	for p in $$papers; do \
+	  nb=$$(ls nbs/[01][0-9]*_$$p.ipynb | head -1); log="runs/$$SCALE-$$p.log"; \
+	  echo "== $$p ($$nb) at scale $$SCALE -> $$out"; \
+	  $(BIN)/python -m memlm.cli report --nb "$$nb" --out "$$out/$$(basename $$nb)" --params "runs/params-$$SCALE.yaml" \
+	    --failed "runs/$$SCALE-$$p.failed.ipynb" > "$$log" 2>&1 \
+	    || { tail -40 "$$log"; echo "error: $$p failed, log: $$log; the executed notebook: runs/$$SCALE-$$p.failed.ipynb (no report replaced)" >&2; exit 1; }; \
 	done
 	@$(MAKE) --no-print-directory summary
 
-runs: check-args $(RUN_DEPS)
-	@if [ -z "$(PAPER)" ] || ! echo " $(ALL_PAPERS) " | grep -q " $(PAPER) "; then \
-	  echo "error: make runs needs PAPER=<one of: $(ALL_PAPERS)>" >&2; exit 2; fi
-	@if [ -z "$(RUNS)" ]; then echo "error: make runs needs RUNS='name:seed ...' (the names are the plan's runs)" >&2; exit 2; fi
-	MEMLM_DATA="$(MEMLM_DATA)" $(RUN_PY) -c "import os; from memlm.experiment import run_named; \
-	  run_named('$(PAPER)', '$(SCALE)', '$(RUNS)'.split(), workers=$(WORKERS), time_limit_s=$(or $(TIME_LIMIT),None), data_path=os.environ.get('MEMLM_DATA') or None)"
+runs: $(RUN_DEPS)
+	@$(CLI) run --paper "$$PAPER" --scale "$$SCALE" --runs "$$RUNS" --workers "$$WORKERS" --time-limit "$$TIME_LIMIT" \
+	  --seeds "$$SEEDS" --executor "$$EXECUTOR" --data "$$MEMLM_DATA"
 
-status: check-args $(RUN_DEPS)
-	@if [ -z "$(PAPER)" ] || ! echo " $(ALL_PAPERS) " | grep -q " $(PAPER) "; then \
-	  echo "error: make status needs PAPER=<one of: $(ALL_PAPERS)>" >&2; exit 2; fi
-	@MEMLM_DATA="$(MEMLM_DATA)" $(RUN_PY) -c "import os; from memlm.experiment import plan_status; \
-	  print(plan_status('$(PAPER)', '$(SCALE)', [int(s) for s in '$(SEEDS)'.split(',')], data_path=os.environ.get('MEMLM_DATA') or None))"
+status: $(RUN_DEPS)
+	@$(CLI) status --paper "$$PAPER" --scale "$$SCALE" --seeds "$$SEEDS" --data "$$MEMLM_DATA"
+
+# About a minute on a GPU before a campaign: every notebook at smoke scale ($(GPU_CHECK_JOBS) at a time on the device),
+# executed into runs/gpu-check/ with its records and figures there too: a check never mixes with real records.
+gpu-check: $(RUN_DEPS)
+	@rm -rf runs/gpu-check; mkdir -p runs/gpu-check/results runs/gpu-check/figures
+	@export MEMLM_RESULTS="$(CURDIR)/runs/gpu-check/results" MEMLM_FIGURES="$(CURDIR)/runs/gpu-check/figures"; \
+	nbs="$${GPU_CHECK_NBS:-$(REPRO_NBS)}"; t0=$$(date +%s); pids=(); \
+	for nb in $$nbs; do \
+	  while [ $$(jobs -rp | wc -l) -ge $(GPU_CHECK_JOBS) ]; do sleep 0.5; done; \
+	  $(RUN_PY) -m papermill --cwd nbs --no-progress-bar "$$nb" "runs/gpu-check/$$(basename $$nb)" -p scale smoke \
+	    > "runs/gpu-check/$$(basename $$nb .ipynb).log" 2>&1 & pids+=($$!); \
+	done; fail=0; \
+	for i in $${!pids[@]}; do wait $${pids[$$i]} || { fail=1; echo "gpu-check: $$(echo $$nbs | cut -d' ' -f$$((i+1))) failed, log in runs/gpu-check/" >&2; }; done; \
+	echo "gpu-check: $$(echo $$nbs | wc -w) notebooks in $$(( $$(date +%s) - t0 )) s on $$($(RUN_PY) -c 'from memlm.registry import device_name; print(device_name())')"; \
+	exit $$fail
 
 # Regenerates the claims summary (results/summary.md) and README.md from nbs/index.ipynb.
 summary: $(STAMP)
@@ -109,8 +125,11 @@ test: $(STAMP)
 	cd nbs && OMP_NUM_THREADS=1 ../$(BIN)/nbdev_test --path . --n_workers 2 --timing
 	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q tests
 
+lint: $(STAMP)
+	$(BIN)/ruff check memlm tests
+
 lab: $(STAMP)
-	$(BIN)/jupyter lab --notebook-dir=nbs
+	$(BIN)/jupyter lab --allow-root --notebook-dir=nbs
 
 clean-runs:
 	rm -rf runs

@@ -18,10 +18,10 @@ from .train import fit, TimeLimitReached, Interrupted
 __all__ = ['CLAIM_COLUMNS', 'VERDICTS', 'NotebookParams', 'snapshot', 'read_params', 'fn_name', 'stable_key', 'key_name',
            'type_name', 'config_dict', 'key_dict', 'content_key', 'data_identity', 'Spec', 'borrow', 'ckpt_home',
            'stop_reason', 'fit_summary', 'RunContext', 'ToyConfig', 'toy_regression', 'runs_dir', 'best_checkpoint',
-           'CorruptRecordError', 'load_record', 'run_lock', 'execute', 'Results', 'Plan', 'paper_plan', 'run_named',
-           'plan_status', 'mean_sd', 'aggregate', 'paired_diff', 'row_metrics', 'fmt_ms', 'read_claims', 'check_expect',
-           'verdict', 'claim_value', 'run_lists', 'trained_at', 'claim_note', 'summary_rows', 'summary_markdown',
-           'paper_status', 'write_summary', 'unrecorded_claims', 'global_reads', 'adopt']
+           'CorruptRecordError', 'load_record', 'run_lock', 'lock_holder', 'execute', 'Results', 'Plan', 'paper_plan',
+           'run_named', 'plan_status', 'mean_sd', 'aggregate', 'paired_diff', 'row_metrics', 'fmt_ms', 'read_claims',
+           'check_expect', 'verdict', 'claim_value', 'run_lists', 'trained_at', 'claim_note', 'summary_rows',
+           'summary_markdown', 'paper_status', 'write_summary', 'unrecorded_claims', 'global_reads', 'adopt']
 
 # %% ../nbs/05_experiment.ipynb #3edf2536
 @dataclass
@@ -280,6 +280,13 @@ def run_lock(d: Path, wait: bool = True):
         try: yield
         finally: f.seek(0); f.truncate(); fcntl.flock(f, fcntl.LOCK_UN)
 
+def lock_holder(d: Path) -> str | None:
+    "Who runs the run in folder `d` now (from its lock), or None."
+    if not (Path(d)/'.lock').exists(): return None
+    try:
+        with run_lock(Path(d), wait=False): return None
+    except BlockingIOError: return (Path(d)/'.lock').read_text().strip() or 'another process'
+
 def _session_start(d: Path) -> dict:
     """Mark a session as running (`d/.session`); a mark left by an earlier process means it was killed: return that session
     (counted once, its wall time up to its last heartbeat: the mtime of the log it last wrote or of the mark)."""
@@ -516,10 +523,16 @@ def paper_plan(paper: str, scale: str, seeds: list[int], data_path: str | None =
     return importlib.import_module(f'memlm.{paper}').make_plan(scale, seeds, data_path)
 
 def run_named(paper: str, scale: str, items: list[str], workers: int = 1, time_limit_s: float | None = None,
-              data_path: str | None = None) -> Results:
-    "Run the runs `'name:seed'` of `memlm.<paper>`'s plan at `scale` (the plan is built for the seeds named)."
-    plan = paper_plan(paper, scale, sorted({seed for _, seed in map(_run_item, items)}), data_path)
-    return plan.select(items).run(workers=workers, time_limit_s=time_limit_s)
+              data_path: str | None = None, seeds: list[int] | None = None, executor: str = 'process') -> Results:
+    """Run the runs `'name:seed'` of `memlm.<paper>`'s plan at `scale`, built for `seeds` (None: the seeds named), so that a seed
+    the plan does not have is refused; `executor` 'local' or 'slurm' submits them as submitit jobs (`memlm.cluster`)."""
+    plan = paper_plan(paper, scale, sorted(set(seeds)) if seeds is not None else sorted({seed for _, seed in map(_run_item, items)}), data_path)
+    sel = plan.select(items)
+    if executor in ('local', 'slurm'):
+        from memlm.cluster import submit_plan
+        return submit_plan(sel, executor=executor)
+    if executor != 'process': raise ValueError(f"unknown executor {executor!r}: use 'process', 'local' or 'slurm'")
+    return sel.run(workers=workers, time_limit_s=time_limit_s)
 
 # %% ../nbs/05_experiment.ipynb #b385c71d
 def _finished(self: Plan, res: Results | None = None, parts=None) -> Results:
@@ -551,7 +564,9 @@ def _status_rows(self: Plan, parts=None) -> list[dict]:
         d = self.dir(s)
         try: r = load_record(d) or {}
         except CorruptRecordError as e: r = dict(status='corrupt'); print(e, flush=True)
-        status = r.get('status') or ('interrupted (checkpointed)' if ckpt_home(d).exists() else 'not started')
+        status = r.get('status') if r.get('status') not in (None, 'incomplete') else None
+        if status is None and (who := lock_holder(d)): status = f'running ({who})'
+        status = status or r.get('status') or ('interrupted (checkpointed)' if ckpt_home(d).exists() else 'not started')
         if status == 'done' and (h := _run_hours(r)): hours.setdefault(s.name, []).append(h)
         names.append(s.name)
         rows.append(dict(run=s.folder, home=s.home or self.paper, status=status,
@@ -569,8 +584,8 @@ def plan_status(paper: str, scale: str, seeds=(0, 1, 2), data_path: str | None =
     n = {k: sum(r['status'] == k for r in rows) for k in dict.fromkeys(r['status'] for r in rows)}
     left = [r for r in rows if r['status'] != 'done']
     est = sum(r['est_h'] for r in left if r['est_h']); unknown = sum(not r['est_h'] for r in left)
-    eta = (f"; left: about {est:.1f} h for {len(left) - unknown} runs whose other seeds finished (one process each; their devices are in the table)"
-           + (f", {unknown} without an estimate" if unknown else '')) if left else ''
+    eta = ((f"; left: about {est:.1f} h for {len(left) - unknown} runs whose other seeds finished (one process each; their devices are in the table)"
+            + (f", {unknown} without an estimate" if unknown else '')) if unknown < len(left) else f'; {len(left)} left, without an estimate') if left else ''
     return (markdown_table(rows, list(rows[0])) if rows else '_no runs_\n') + f"\n{paper} ({scale}): " + ', '.join(f'{v} {k}' for k, v in n.items()) + eta
 
 # %% ../nbs/05_experiment.ipynb #3a32e7e1

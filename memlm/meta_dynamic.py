@@ -595,7 +595,7 @@ class MethodExp:
                                        # when the start run has none (rms_free: λ = 0 would make the COPY gate inert); None: the start run's
 
 def _stats(folder: Path, device) -> tuple[dict, list, dict]:
-    s = torch.load(folder/'stats.pt')
+    s = torch.load(folder/'stats.pt', weights_only=True)
     rec = json.loads((folder/'record.json').read_text())['metrics']
     return dict(MS=[m.to(device) for m in s['MS']], n_batches=s['n_batches']), [f.to(device) for f in s['fisher']], rec
 

@@ -30,7 +30,7 @@ def pick(scale: str, **by_scale):
 # %% auto #0
 __all__ = ['SCALES', 'MALLOC_KEPT', 'DENORMALS_FLUSHED', 'CODE_AT_START', 'check_scale', 'pick', 'seed_everything', 'get_device',
            'device_name', 'keep_freed_memory', 'flush_denormals', 'results_dir', 'figures_dir', 'provenance',
-           'write_json', 'Experiment', 'load_result', 'read_log', 'markdown_table']
+           'write_text', 'write_json', 'Experiment', 'load_result', 'read_log', 'markdown_table']
 
 # %% ../nbs/01_registry.ipynb #cabb3332
 def seed_everything(seed: int) -> None:
@@ -120,12 +120,16 @@ def _jsonable(x):
     if isinstance(x, float) and not math.isfinite(x): return str(x)
     return x
 
-def write_json(path: Path, obj) -> Path:
-    "Write `obj` as JSON atomically."
+def write_text(path: Path, text: str) -> Path:
+    "Write `text` atomically (a temporary file renamed into place): a reader never sees half a file."
     path = Path(path); path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + f'.tmp{os.getpid()}')
-    tmp.write_text(json.dumps(_jsonable(obj), indent=1) + '\n'); os.replace(tmp, path)
+    tmp.write_text(text); os.replace(tmp, path)
     return path
+
+def write_json(path: Path, obj) -> Path:
+    "Write `obj` as JSON atomically."
+    return write_text(path, json.dumps(_jsonable(obj), indent=1) + '\n')
 
 # %% ../nbs/01_registry.ipynb #1b659fa4
 @dataclass
@@ -139,8 +143,9 @@ class Experiment:
     def __post_init__(self):
         check_scale(self.scale)
         self.t0 = time.time()
-        self.out = results_dir()/self.scale/self.paper
-        self.figs = figures_dir()/self.scale
+        self.partial = bool(self.params.get('parts'))   # an execution of some parts: its outputs never replace the full ones
+        self.out = results_dir()/self.scale/self.paper/('partial' if self.partial else '')
+        self.figs = figures_dir()/self.scale/('partial' if self.partial else '')
 
     def record(self, name: str, metrics: dict, wall_time: float | None = None, **extra) -> Path:
         "Write `metrics` with provenance to `results/<scale>/<paper>/<name>.json`."
@@ -192,15 +197,22 @@ def _table(self: Experiment, rows: list[dict], name: str, columns: list[str] | N
     md = (f'**{caption}**\n\n' if caption else '') + markdown_table(rows, columns, digits)
     p = provenance(self.device)
     foot = f"\n_scale {self.scale}; seeds {self.seeds}; rendered at commit {(p['commit'] or '?')[:10]}{'+dirty' if p['dirty'] else ''} on {p['device']}, {p['date']}; where each run trained: its record.json_\n"
-    self.out.mkdir(parents=True, exist_ok=True)
-    (self.out/f'{name}.md').write_text(md + foot)
+    write_text(self.out/f'{name}.md', md + foot)
     return md
 
-def _figure(self: Experiment, fig, name: str, dpi: int = 120) -> Path:
-    "Save a matplotlib figure to `figures/<scale>/<paper>_<name>.png`."
+def _figure(self: Experiment, fig, name: str, dpi: int = 120, show: bool = True) -> Path:
+    """Save a matplotlib figure to `figures/<scale>/<paper>_<name>.png` (atomically) and show that PNG in the notebook (an executed
+    report displays what it saved, whatever the matplotlib backend); the figure is closed."""
     self.figs.mkdir(parents=True, exist_ok=True)
-    path = self.figs/f'{self.paper}_{name}.png'
-    fig.savefig(path, dpi=dpi, bbox_inches='tight')
+    path = self.figs/f'{self.paper}_{name}.png'; tmp = path.with_name(f'.{path.stem}.tmp{os.getpid()}.png')
+    fig.savefig(tmp, dpi=dpi, bbox_inches='tight'); os.replace(tmp, path)
+    import matplotlib.pyplot as plt; plt.close(fig)
+    if show:
+        try:
+            from IPython import get_ipython
+            from IPython.display import Image, display
+            if get_ipython() is not None: display(Image(filename=str(path)))
+        except ImportError: pass
     return path
 
 Experiment.table, Experiment.figure = _table, _figure

@@ -1,4 +1,4 @@
-"""The project's plumbing: library = notebooks; the Makefile's argument checks; the reproduction notebooks (09, 1N, the template) use the experiment layer; papermill parameter errors stop before any run; the provenance dirty flag."""
+"""The project's plumbing: library = notebooks; the Makefile's argument checks (`memlm.cli`); the reproduction notebooks (09, 1N, the template) use the experiment layer; papermill parameter errors stop before any run; the provenance dirty flag."""
 import json, os, shutil, subprocess, sys
 from pathlib import Path
 import pytest
@@ -23,17 +23,19 @@ def _make(*args):
 
 
 def test_make_rejects_unknown_scale():
-    r = _make('check-args', 'SCALE=bogus')
-    assert r.returncode != 0 and 'valid scales: smoke cpu gpu paper' in r.stderr
+    r = _make('reproduce', 'SCALE=bogus')
+    assert r.returncode != 0 and "unknown scale 'bogus'; valid: smoke, cpu, gpu, paper" in r.stderr
 
 
 def test_make_rejects_unknown_paper():
-    r = _make('check-args', 'PAPERS=nope')
-    assert r.returncode != 0 and "unknown paper 'nope'" in r.stderr
+    r = _make('reproduce', 'PAPERS=nope')
+    assert r.returncode != 0 and "unknown paper(s) 'nope'" in r.stderr
 
 
 def test_make_accepts_valid_scales():
-    for s in ('smoke', 'cpu', 'gpu', 'paper'): assert _make('check-args', f'SCALE={s}').returncode == 0
+    for s in ('smoke', 'cpu', 'gpu', 'paper'):
+        r = subprocess.run([str(BIN/'python'), '-m', 'memlm.cli', 'check', '--scale', s], cwd=ROOT, capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
 
 
 def _param_cells(nb):
@@ -63,7 +65,7 @@ def test_reproduction_notebooks_use_the_experiment_layer(nb):
 
 @pytest.mark.parametrize('args,message', [
     (['-p', 'sclae', 'cpu'], "unknown parameter(s) 'sclae'; valid parameters: scale, parts"),
-    (['-y', 'parts: [bogus]'], "unknown part(s) 'bogus'; valid parts: lm, dynamic_eval, throughput"),
+    (['-y', 'parts: [bogus]'], "unknown part(s) 'bogus'; valid parts: lm, dynamic_eval, throughput, schedule"),
     (['-p', 'scale', 'huge'], 'valid scales: smoke, cpu, gpu, paper')], ids=['name', 'part', 'scale'])
 def test_bad_parameters_fail_before_any_work(args, message, tmp_path):
     "A typo in a papermill parameter, an unknown part or scale stops the notebook with the valid choices, before a run starts."

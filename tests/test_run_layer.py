@@ -1,0 +1,76 @@
+"""The run layer under misuse, from the Makefile down: values are data (never run as code), arguments are checked before any
+work, a bad PARTS replaces no report, a fully cached `make runs` says what it reused, and committed runs stay found."""
+import json, os, subprocess, sys
+from pathlib import Path
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PY = sys.executable
+
+
+def _make(*args, env=None):
+    return subprocess.run(['make', '--no-print-directory', 'NO_VENV=1', f'PYTHON={PY}', *args], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120, env={**os.environ, **(env or {})})
+
+
+@pytest.mark.parametrize('var,message', [
+    ('WORKERS=two', "--workers: expected a positive integer, got 'two'"),
+    ('WORKERS=0', "--workers: expected a positive integer, got '0'"),
+    ('TIME_LIMIT=-5', "--time-limit: expected seconds (a positive number) or nothing, got '-5'"),
+    ('TIME_LIMIT=print("pwned")', "got 'print(\"pwned\")'"),
+    ('SCALE=`echo cpu`', "unknown scale '`echo cpu`'")], ids=['workers-word', 'workers-zero', 'time-negative', 'time-code', 'scale-code'])
+def test_make_runs_checks_arguments_before_any_work(var, message):
+    r = _make('runs', 'PAPER=span_buffer', 'RUNS=synth_base:0', var)
+    assert r.returncode == 2 and message in r.stderr, r.stderr
+
+
+def test_make_variables_are_never_executed(tmp_path):
+    flag = tmp_path/'pwned'
+    for runs in (f'x:0`touch {flag}`', f'x:0$(touch {flag})', f"x:0'; touch {flag}; '"):
+        r = _make('runs', 'PAPER=span_buffer', f'RUNS={runs}')
+        assert r.returncode != 0 and ('expected runs' in r.stderr or "unknown run name" in r.stderr), r.stderr
+    r = _make('status', f'PAPER=span_buffer`touch {flag}`')
+    assert r.returncode != 0 and "unknown paper 'span_buffer`touch" in r.stderr, r.stderr
+    assert not flag.exists()
+
+
+def test_make_runs_refuses_a_seed_no_notebook_reads():
+    r = _make('runs', 'PAPER=span_buffer', 'RUNS=synth_base:3')
+    assert r.returncode != 0 and 'synth_base has no seed 3 in this plan; its seeds: [0]' in r.stderr, r.stderr
+
+
+def test_bad_parts_replace_no_report():
+    before = {p: p.read_bytes() for p in (ROOT/'reports').rglob('*.ipynb')}
+    r = _make('reproduce', 'SCALE=cpu', 'PAPERS=dynamic_skip', 'PARTS=bogus')
+    assert r.returncode == 2 and "dynamic_skip has no part(s) 'bogus'" in r.stderr, r.stderr
+    assert before == {p: p.read_bytes() for p in (ROOT/'reports').rglob('*.ipynb')}
+
+
+def test_cached_make_runs_says_what_it_reused():
+    r = _make('runs', 'PAPER=awd_lstm', 'SCALE=cpu', 'RUNS=awd_lstm:0 dynamic_eval:0')
+    assert r.returncode == 0, r.stderr
+    assert 'awd_lstm (cpu): 2 of 2 runs reused from their records (awd_lstm-s0-' in r.stdout and 'nothing to run' in r.stdout, r.stdout
+
+
+def test_status_lists_a_corrupt_record_and_goes_on(tmp_path):
+    env = {'MEMLM_RESULTS': str(tmp_path)}
+    src = ROOT/'results'/'cpu'/'awd_lstm'/'runs'
+    for d in src.iterdir():
+        if (d/'record.json').exists():
+            (tmp_path/'cpu'/'awd_lstm'/'runs'/d.name).mkdir(parents=True); (tmp_path/'cpu'/'awd_lstm'/'runs'/d.name/'record.json').write_bytes((d/'record.json').read_bytes())
+    bad = next((tmp_path/'cpu'/'awd_lstm'/'runs').glob('awd_lstm-s1-*'))/'record.json'
+    bad.write_text(bad.read_text()[:50])
+    r = _make('status', 'PAPER=awd_lstm', 'SCALE=cpu', env=env)
+    assert r.returncode == 0, r.stderr
+    assert f'{bad}: corrupt record' in r.stdout and f"rm '{bad}'" in r.stdout
+    assert '| corrupt |' in r.stdout and 'awd_lstm (cpu): ' in r.stdout and 'done' in r.stdout.splitlines()[-1]
+
+
+def test_committed_runs_are_still_found():
+    "Every committed run that a plan read when the index was written is found by today's plans: moving code keeps run keys."
+    from memlm.cli import plan_folders
+    index = json.loads((ROOT/'tests'/'run_index.json').read_text())
+    now = plan_folders(data_path=os.environ.get('MEMLM_DATA'))
+    lost = {k: sorted(set(v) - set(now.get(k, []))) for k, v in index.items()}
+    lost = {k: v for k, v in lost.items() if v}
+    assert not lost, f'runs no plan finds any more (pin their keys with stable_key / key_type): {lost}'
