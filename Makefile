@@ -59,7 +59,7 @@ help:
 	@echo "make runs PAPER=<paper> RUNS='name:seed ...' [SCALE=...] [WORKERS=n] [TIME_LIMIT=s] [SEEDS=0,1,2] [EXECUTOR=process|local|slurm] [MEMLM_DATA=dir]"
 	@echo "make status PAPER=<paper> [SCALE=...] [SEEDS=0,1,2] [MEMLM_DATA=dir]  # what a campaign has done and has left"
 	@echo "make test | make lint | make gpu-check"
-	@echo "make summary    # README and results/summary.md from the records and claims"
+	@echo "make summary    # README, RESULTS.md and the forest plots from the records and claims"
 	@echo "make clean-runs # remove runs/ (smoke executions, papermill logs)"
 	@echo "make lab        # JupyterLab in nbs/, from the venv"
 
@@ -114,12 +114,12 @@ gpu-check: $(RUN_DEPS)
 	echo "gpu-check: $$(echo $$nbs | wc -w) notebooks in $$(( $$(date +%s) - t0 )) s on $$($(RUN_PY) -c 'from memlm.registry import device_name; print(device_name())')"; \
 	exit $$fail
 
-# Regenerates the claims summary (results/summary.md) and README.md from nbs/index.ipynb.
+# Regenerates RESULTS.md (every claim, forest plots) and README.md from nbs/index.ipynb.
 summary: $(STAMP)
 	@mkdir -p runs
 	$(BIN)/papermill --cwd nbs --no-progress-bar nbs/index.ipynb runs/index.ipynb > runs/index.log 2>&1
 	$(BIN)/jupyter nbconvert --to markdown --no-input --log-level WARN runs/index.ipynb --output-dir . --output README
-	@echo "wrote results/summary.md and README.md"
+	@echo "wrote RESULTS.md, figures/claims/ and README.md"
 
 test: $(STAMP)
 	cd nbs && OMP_NUM_THREADS=1 ../$(BIN)/nbdev_test --path . --n_workers 2 --timing

@@ -4,10 +4,10 @@
 
 # %% ../nbs/08_cli.ipynb #2c72741e
 from __future__ import annotations
-import argparse, json, os, re, sys, tempfile
+import argparse, json, os, re, sys
 from pathlib import Path
 from .data import repo_root
-from .registry import SCALES, check_scale
+from .registry import SCALES
 
 # %% auto #0
 __all__ = ['RUN_ITEM', 'EXECUTORS', 'papers', 'paper_parts', 'positive_int', 'time_limit', 'run_items', 'seed_list', 'choice',

@@ -223,7 +223,7 @@ SkipLSTM.forward = _forward
 
 # %% ../nbs/14_dynamic_skip.ipynb #f54c390c
 def _loop_autograd(self: SkipLSTM, x, xp, h0, c0, mask, actions, probe):
-    T, B, _ = x.shape; K, H, lam = self.K, self.hidden_size, self.lam
+    T, B, _ = x.shape; K, _H, lam = self.K, self.hidden_size, self.lam
     hist_h, hist_c = h0.flip(0), c0.flip(0)        # oldest first; grows by one state per step (reference only)
     choose = self._chooser(x, mask, actions) if self.mode != 'attention' else None
     ys, As, Ls = [], [], []
@@ -434,7 +434,7 @@ import functools, tempfile
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from .data import (number_prediction, lm_corpus, load_corpus, synthetic_corpus, has_corpus, ensure_corpus, data_dir,
+from .data import (number_prediction, lm_corpus, has_corpus, ensure_corpus, data_dir,
                         read_conll2003, iob1_to_bioes, read_imdb, ner_fixture, imdb_fixture, IMDB_URL)
 from .models import LSTMLM, LSTMLMConfig, throughput, LMStep, LayerStep, native_kernels
 from .train import TrainConfig, BatchTask, LMTask, load_model

@@ -10,7 +10,7 @@ from pathlib import Path
 import torch, torch.nn.functional as F
 from torch import nn, Tensor
 from torch.func import functional_call
-from .data import Corpus, Vocab, EOS, UNK, SPLITS, load_corpus
+from .data import Corpus, Vocab, EOS, UNK, SPLITS
 from .models import AWDLSTM, AWDLSTMConfig, detach
 from .train import TrainConfig, LMTask, load_model
 from .evaluate import (evaluate, dynamic_evaluate, DynEvalConfig, dyneval_state, gradient_stats,

@@ -4,12 +4,11 @@
 
 # %% ../nbs/11_phrase_induction.ipynb #2e3e15d4
 from __future__ import annotations
-import functools, math
 from dataclasses import dataclass, field, replace, fields
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
-from .models import LMOutput, LMStep, EvalStep, detach, eval_mode
+from .models import LMOutput, LMStep, EvalStep, eval_mode
 
 # %% auto #0
 __all__ = ['ATTENTIONS', 'ABLATIONS', 'FUNCTION_WORDS', 'SPECIAL_TOKENS', 'FIG_SENTENCES', 'PARTS', 'ROWS', 'VOCAB', 'HeightNet',
@@ -279,13 +278,12 @@ def alignment_stats(model: PhraseLM, data: Tensor, batch_size: int = 10, bptt: i
     return dict(align_pos=pos / n, align_neg=neg / n)
 
 # %% ../nbs/11_phrase_induction.ipynb #394bdd4d
-import time
 from pathlib import Path
 from .data import lm_corpus
 from .models import AWDLSTM, AWDLSTMConfig, throughput
 from .train import TrainConfig, LMTask, load_model
 from .evaluate import evaluate
-from .experiment import Spec, borrow, Plan, RunContext, data_identity, mean_sd, paired_diff, best_checkpoint
+from .experiment import Spec, borrow, Plan, RunContext, data_identity, paired_diff, best_checkpoint
 from .registry import pick
 import memlm.awd_lstm as core
 

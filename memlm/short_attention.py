@@ -10,9 +10,9 @@ from functools import lru_cache
 import torch
 import torch.nn.functional as F
 from torch import nn, Tensor
-from .models import LMOutput, detach, eval_mode, throughput, LMStep
-from .data import Vocab, Corpus, batchify, read_cbt, EOS, UNK
-from .train import LMTask, lm_loss
+from .models import LMOutput, eval_mode, throughput, LMStep
+from .data import Vocab, Corpus, read_cbt, EOS, UNK
+from .train import LMTask
 
 # %% auto #0
 __all__ = ['KINDS', 'PARTS', 'ATTENTIVE', 'WINDOWS', 'NGRAMS', 'LONG_KINDS', 'LR_CHECK', 'CPU_LR', 'ShortAttnConfig', 'windows',

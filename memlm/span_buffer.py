@@ -10,9 +10,9 @@ from typing import NamedTuple
 import torch
 import torch.nn.functional as F
 from torch import nn, Tensor
-from .models import AWDLSTM, AWDLSTMConfig, LMOutput, detach, eval_mode, locked_dropout, throughput, LMStep, target_nll
+from .models import AWDLSTM, AWDLSTMConfig, LMOutput, detach, eval_mode, locked_dropout, throughput, LMStep
 from .data import batchify, load_corpus, synthetic_corpus, recall_corpus
-from .train import TrainConfig, LMTask, lm_loss, load_model
+from .train import TrainConfig, LMTask, load_model
 from .evaluate import evaluate, lm_windows, focus_windows, dynamic_evaluate, DynEvalConfig, gradient_stats, model_device
 
 # %% auto #0
@@ -402,10 +402,8 @@ def attention_snapshot(model: SpanBufferLM, data: Tensor, itos: list, bptt: int 
                 top_combined=[itos[i] for i in top[t, 2].tolist()])
 
 # %% ../nbs/10_span_buffer.ipynb #33a30e10
-import json
 from dataclasses import asdict
-from pathlib import Path
-from .experiment import Spec, borrow, Plan, RunContext, data_identity, load_record, best_checkpoint
+from .experiment import Spec, borrow, Plan, RunContext, data_identity, best_checkpoint
 from .registry import pick
 import memlm.awd_lstm as core
 

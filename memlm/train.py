@@ -5,7 +5,7 @@
 # %% ../nbs/03_train.ipynb #d4664bc3
 from __future__ import annotations
 import contextlib, math, os, random, shutil, signal, threading, time, warnings
-from dataclasses import dataclass, asdict, field, replace
+from dataclasses import dataclass, asdict, field
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 import numpy as np

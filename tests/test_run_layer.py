@@ -74,3 +74,21 @@ def test_committed_runs_are_still_found():
     lost = {k: sorted(set(v) - set(now.get(k, []))) for k, v in index.items()}
     lost = {k: v for k, v in lost.items() if v}
     assert not lost, f'runs no plan finds any more (pin their keys with stable_key / key_type): {lost}'
+
+
+def test_checkpoints_and_stats_load_weights_only():
+    "No library file unpickles arbitrary objects: every torch.load passes weights_only=True."
+    import re
+    calls = [(p.name, m.group(0)) for p in (ROOT/'memlm').glob('*.py') for m in re.finditer(r'torch\.load\([^)]*\)', p.read_text())]
+    assert calls and all('weights_only=True' in c for _, c in calls), [c for c in calls if 'weights_only=True' not in c[1]]
+
+
+def test_gpu_check_runs_notebooks_outside_results(tmp_path):
+    "make gpu-check at smoke scale (here on the CPU): executed notebooks, records and figures go to runs/gpu-check/, never results/."
+    before = sorted(p for p in (ROOT/'results').rglob('*') if 'smoke' not in p.parts)
+    r = _make('gpu-check', 'GPU_CHECK_NBS=nbs/09_awd_lstm.ipynb', env={'OMP_NUM_THREADS': '1'})
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    assert 'gpu-check: 1 notebooks in' in r.stdout
+    out = ROOT/'runs'/'gpu-check'
+    assert (out/'09_awd_lstm.ipynb').exists() and list((out/'results'/'smoke'/'awd_lstm').glob('*.json'))
+    assert before == sorted(p for p in (ROOT/'results').rglob('*') if 'smoke' not in p.parts)
