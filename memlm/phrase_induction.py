@@ -81,8 +81,11 @@ def alignment_loss(c: Tensor,     # [N, H] contexts c_i
                    s: Tensor,     # [N, H] phrase embeddings s_i of the same positions
                    n_neg: int = 1, # negatives per context (0: no negative sampling)
                    neg_idx: Tensor | None = None,  # [N, n_neg] positions of the negatives (None: drawn uniformly among the others)
+                   form: str = 'sigmoid',          # 'sigmoid': Eq. 16; 'squared': the released code's no-NS branch, mean (c - s)^2
                   ) -> Tensor:
-    "l_CPA of Eq. 16 averaged over the N contexts: mean(1 - sigmoid(c.s)) + mean over negatives of sigmoid(c.s_neg)."
+    "l_CPA of Eq. 16 averaged over the N contexts: mean(1 - sigmoid(c.s)) + mean over negatives of sigmoid(c.s_neg) (or the squared-error form)."
+    if form == 'squared': return (c - s).pow(2).mean()
+    if form != 'sigmoid': raise ValueError(f"alignment form must be 'sigmoid' or 'squared', got {form!r}")
     loss = (1 - torch.sigmoid((c * s).sum(-1))).mean()
     N = c.size(0)
     if n_neg == 0 or N < 2: return loss
@@ -102,6 +105,7 @@ class PhraseConfig:
     dropout: float = 0.5               # dropout on the phrase embedding s (Eq. 12; the code's 0.5)
     proj_bias: bool = True             # a bias in W (nn.Linear's default); Eq. 12 prints none
     n_neg: int = 1                     # n: negatives per context (Eq. 16, §5.1); 0 = the -NS ablation
+    alignment: str = field(default='sigmoid', metadata={'key': 'if_set'})  # 'sigmoid' (Eq. 16) or 'squared' (the released code's --ns off)
     gamma: float = 0.5                 # weight of l_CPA (Eq. 17); 0 = the plain language model (no module)
     context_layer: int = -2            # c_i = out.outputs[context_layer]: -2 = the penultimate layer, after its dropout
     def __post_init__(self):
@@ -133,7 +137,7 @@ class PhraseInduction(nn.Module):
         _, _, alpha = self.induce(e)
         s = self.embed(e, alpha)
         H = c.size(-1)
-        return alignment_loss(c[:-1].reshape(-1, H), s[:-1].reshape(-1, H), self.cfg.n_neg)
+        return alignment_loss(c[:-1].reshape(-1, H), s[:-1].reshape(-1, H), self.cfg.n_neg, form=self.cfg.alignment)
 
 # %% ../nbs/11_phrase_induction.ipynb #7aeb17c1
 class PhraseLM(nn.Module):
@@ -200,7 +204,8 @@ class CausalTransformerLM(nn.Module):
         return LMOutput(F.log_softmax(self.decoder(self.norm(h)), -1), None, outs, outs)
 
 # %% ../nbs/11_phrase_induction.ipynb #bb9deced
-ABLATIONS = {'baseline': dict(gamma=0.), 'no_ns': dict(n_neg=0), 'no_attention': dict(attention='mean')}
+ABLATIONS = {'baseline': dict(gamma=0.), 'no_ns': dict(n_neg=0), 'no_attention': dict(attention='mean'),
+             'no_ns_squared': dict(n_neg=0, alignment='squared')}   # the released code's own no-NS branch: a second -NS reading
 
 def variant(name: str, full: PhraseConfig = PhraseConfig()) -> PhraseConfig:
     "The full model's config ('full') or one ablation of it ('baseline', 'no_ns', 'no_attention')."
@@ -438,7 +443,7 @@ def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Pla
     def lm_rows(corpus, names, ft_names=()):
         full = pilm_config(scale, corpus, data_path)
         did = data_identity(full.corpus)
-        cfgs = {k: replace(full, phrase=variant(k, full.phrase)) for k in ROWS}
+        cfgs = {k: replace(full, phrase=variant(k, full.phrase)) for k in dict.fromkeys(ROWS + tuple(names))}
         runs = {k: [Spec(train_pilm, cfgs[k], s, name=k, data_id=did) for s in (seeds if k in ('baseline', 'full') else abl_seeds)]
                 for k in names}
         if scale == 'cpu':   # the baseline is the core's cpu AWD-LSTM: its runs, shared with `09_awd_lstm` (same config, same folders)
@@ -448,7 +453,7 @@ def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Pla
             runs[f'{k}_ft'] = [Spec(train_pilm, replace(cfgs[k], finetune_epochs=ft), r.seed, name=f'{k}_ft', data_id=did, extends=r)
                                for r in runs.get(k) or [Spec(train_pilm, cfgs[k], s, name=k, data_id=did) for s in seeds]]
         return runs, cfgs['full'], did
-    ptb, full, did = lm_rows('ptb', ROWS, ('baseline', 'full'))
+    ptb, full, did = lm_rows('ptb', ROWS + ('no_ns_squared',), ('baseline', 'full'))
     fig_words = pick(scale, smoke=('T0 w3 w4 R0 w5 T1 w6 w7', 'w10 w11 T2 w12 R2 w13'), default=FIG_SENTENCES)
     fn_words = pick(scale, smoke=tuple(f'T{i}' for i in range(8)), default=FUNCTION_WORDS)
     fig = FigureExp(lm=full, lm_run=ptb['full'][0].folder, sentences=fig_words, function_words=fn_words,
@@ -461,7 +466,7 @@ def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Pla
                            rounds=pick(scale, smoke=3, default=30), threads=pick(scale, cpu=1, default=None))
     return Plan('phrase_induction', scale, {
         'table1': ptb['baseline'] + ptb['full'],
-        'ablations': ptb['no_ns'] + ptb['no_attention'],
+        'ablations': ptb['no_ns'] + ptb['no_attention'] + ptb['no_ns_squared'],
         'finetune': ptb.get('baseline_ft', []) + ptb.get('full_ft', []),
         'figures': [Spec(phrase_figures, fig, seeds[0], name='figures', data_id=did, needs=(ptb['full'][0],))],
         'wt2': [s for v in wt2.values() for s in v],
