@@ -136,14 +136,17 @@ def dyneval_state(cfg: DynEvalConfig, params: list, stats: dict | None = None) -
         if cfg.old_scaling: lam, lr, eps = lam / len(params), lr / math.sqrt(nb), eps / math.sqrt(nb)
         mean_ms = torch.stack([m.mean() for m in MS]).mean()
         state.update(MS=MS, decrate=[(m / mean_ms).clamp(max=1 / lam) if lam > 0 else m / mean_ms for m in MS])
+        # the update's constants, once: θ ← θ⊙keep + pull − g⊙step with keep = 1 − λ·decrate, pull = λ·decrate⊙θ₀, rate = η/(MS+ε)
+        state.update(keep=[1 - lam * d for d in state['decrate']], pull=[lam * d * p0 for d, p0 in zip(state['decrate'], state['theta0'])],
+                     rate=[lr / (m + eps) for m in MS])
     return dict(state, lr=lr, lam=lam, eps=eps)
 
 # %% ../nbs/04_evaluate.ipynb #07520c31
 def rms_update(model, params, grads, state):
-    "θ ← θ − η·∇/(MS+ε) + λ·decrate⊙(θ₀ − θ)  (Krause et al. 2018)."
-    lr, lam, eps = state['lr'], state['lam'], state['eps']
-    for p, g, ms, d, p0 in zip(params, grads, state['MS'], state['decrate'], state['theta0']):
-        p.add_(lam * d * (p0 - p) - lr * g / (ms + eps))
+    """θ ← θ − η·∇/(MS+ε) + λ·decrate⊙(θ₀ − θ)  (Krause et al. 2018), as θ⊙keep + pull − ∇⊙rate with the constants `dyneval_state`
+    computed once: three fused in-place passes per tensor, no temporaries."""
+    for p, g, k, u, r in zip(params, grads, state['keep'], state['pull'], state['rate']):
+        p.mul_(k).add_(u).addcmul_(g, r, value=-1.)
 
 def sgd_update(model, params, grads, state):
     "θ ← θ − η·∇  (dynamic evaluation with plain SGD: no normalisation, no decay)."
