@@ -52,7 +52,7 @@ CLI       := $(RUN_PY) -m memlm.cli
 GPU_CHECK_JOBS ?= 4
 export SCALE PAPERS PAPER PARTS RUNS WORKERS TIME_LIMIT SEEDS EXECUTOR MEMLM_DATA
 
-.PHONY: reproduce runs status test venv summary clean-runs help lab lint gpu-check
+.PHONY: reproduce runs status test venv summary clean-runs help lab lint gpu-check gpu-campaign unpack
 
 help:
 	@echo "make reproduce [SCALE=smoke|cpu|gpu|paper] [PAPERS='...'] [PARTS=a,b] [WORKERS=n] [TIME_LIMIT=s] [MEMLM_DATA=dir] [USE_SYSTEM_TORCH=1]"
@@ -113,6 +113,15 @@ gpu-check: $(RUN_DEPS)
 	for i in $${!pids[@]}; do wait $${pids[$$i]} || { fail=1; echo "gpu-check: $$(echo $$nbs | cut -d' ' -f$$((i+1))) failed, log in runs/gpu-check/" >&2; }; done; \
 	echo "gpu-check: $$(echo $$nbs | wc -w) notebooks in $$(( $$(date +%s) - t0 )) s on $$($(RUN_PY) -c 'from memlm.registry import device_name; print(device_name())')"; \
 	exit $$fail
+
+# Spend a GPU machine (memlm.campaign): the pending runs in the stated priority order, GPU_WORKERS at a time, all stopped
+# cleanly within BUDGET seconds, their run folders packed into <= 8 archives of <= 16 MB in OUT. Then, on the CPU side:
+# make unpack FROM=<folder with the archives>   (every record must name the GPU it ran on)
+gpu-campaign: $(RUN_DEPS)
+	@$(CLI) campaign --budget "$${BUDGET:-540}" --workers "$${GPU_WORKERS:-4}" --out "$${OUT:-runs/campaign}" --data "$$MEMLM_DATA"
+
+unpack: $(RUN_DEPS)
+	@$(CLI) unpack --from "$$FROM"
 
 # Regenerates RESULTS.md (every claim, forest plots) and README.md from nbs/index.ipynb.
 summary: $(STAMP)
