@@ -17,11 +17,12 @@ from .train import fit, TimeLimitReached, Interrupted
 # %% auto #0
 __all__ = ['CLAIM_COLUMNS', 'COUNTED', 'NotebookParams', 'snapshot', 'read_params', 'fn_name', 'stable_key', 'key_name',
            'type_name', 'config_dict', 'key_dict', 'content_key', 'data_identity', 'Spec', 'borrow', 'ckpt_home',
-           'stop_reason', 'fit_summary', 'RunContext', 'ToyConfig', 'toy_regression', 'runs_dir', 'best_checkpoint',
-           'CorruptRecordError', 'load_record', 'run_lock', 'lock_holder', 'execute', 'Results', 'Plan', 'paper_plan',
-           'run_named', 'plan_status', 'mean_sd', 'aggregate', 'paired_diff', 'row_metrics', 'fmt_ms', 'read_claims',
-           'claim_value', 'run_lists', 'trained_at', 'claim_note', 'claim_verdicts', 'summary_rows', 'summary_markdown',
-           'paper_status', 'headline', 'write_results', 'unrecorded_claims', 'global_reads', 'adopt']
+           'stop_reason', 'fit_summary', 'RunContext', 'ToyConfig', 'toy_regression', 'runs_dir', 'keep_weights',
+           'final_weights', 'best_checkpoint', 'CorruptRecordError', 'load_record', 'run_lock', 'lock_holder',
+           'execute', 'Results', 'Plan', 'paper_plan', 'run_named', 'plan_status', 'mean_sd', 'aggregate',
+           'paired_diff', 'row_metrics', 'fmt_ms', 'read_claims', 'claim_value', 'run_lists', 'trained_at',
+           'claim_note', 'claim_verdicts', 'summary_rows', 'summary_markdown', 'paper_status', 'headline',
+           'write_results', 'unrecorded_claims', 'global_reads', 'adopt']
 
 # %% ../nbs/05_experiment.ipynb #3edf2536
 @dataclass
@@ -224,6 +225,31 @@ def runs_dir(paper: str, scale: str, root: Path | None = None) -> Path:
     "Where the runs of a paper at a scale live: `results/<scale>/<paper>/runs`."
     return Path(root or results_dir())/check_scale(scale)/paper/'runs'
 
+def keep_weights(run_dir) -> dict:
+    """Save each stage's best weights as an fp16 `state_dict` (`weights.fp16.pt`, git-ignored, beside its checkpoints): what a
+    finished run keeps for later readers (the context probe, a GPU campaign's archive), at half the size. Returns {stage: bytes}."""
+    out = {}
+    for best in sorted(ckpt_home(run_dir).glob('*/best.pt')):
+        sd = torch.load(best, map_location='cpu', weights_only=True)['model']
+        half = {k: v.half() if v.is_floating_point() else v for k, v in sd.items()}
+        dst = best.with_name('weights.fp16.pt'); tmp = dst.with_name(f'.{dst.name}.tmp{os.getpid()}')
+        torch.save(half, tmp); os.replace(tmp, dst); out[best.parent.name] = dst.stat().st_size
+    return out
+
+def final_weights(run_dir, model, stage: str = 'train'):
+    "Load a finished run's kept weights (`weights.fp16.pt`, else its `best.pt`) into `model` (its dtype); a clear error where there are none."
+    d = ckpt_home(run_dir)/stage; f = d/'weights.fp16.pt'
+    if f.exists(): sd = torch.load(f, map_location='cpu', weights_only=True)
+    elif (d/'best.pt').exists(): sd = torch.load(d/'best.pt', map_location='cpu', weights_only=True)['model']
+    else:
+        run = Path(run_dir); name, seed = run.name.rsplit('-', 2)[0], run.name.rsplit('-', 2)[1].lstrip('s')
+        scale, paper = run.parts[-4], run.parts[-3]
+        raise FileNotFoundError(f'{d}: no kept weights for this run (weights are not committed). Retrain it: '
+                                f"make runs PAPER={paper} SCALE={scale} RUNS='{name}:{seed}' (or set MEMLM_CKPT to where they are)")
+    ref = model.state_dict()
+    model.load_state_dict({k: v.to(ref[k].dtype) if k in ref else v for k, v in sd.items()})
+    return model
+
 def best_checkpoint(run_dir, stage: str = 'train') -> Path:
     "The best-validation checkpoint a finished run left in its folder; a clear error where there is none (checkpoints are not committed)."
     path = ckpt_home(run_dir)/stage/'best.pt'
@@ -343,6 +369,7 @@ def _execute_locked(spec, root, d, rec, deadline, rerun, device) -> dict:
                stages=stages, train_time_s=round(sum(f['train_time_s'] for f in stages), 2), wall_time_s=round(wall, 2),
                sessions=(rec or {}).get('sessions', 0) + killed.get('sessions', 0) + 1,
                killed_sessions=(rec or {}).get('killed_sessions', 0) + killed.get('sessions', 0), note=error, provenance=provenance(device))
+    if status == 'done': rec['kept_weights'] = keep_weights(d)
     write_json(d/'record.json', rec)
     (d/'.session').unlink(missing_ok=True)
     if isinstance(stopped, Interrupted): raise stopped                 # Ctrl-C / kill: recorded and checkpointed; the caller stops too
