@@ -16,13 +16,13 @@ from .train import TrainConfig, LMTask, load_model
 from .evaluate import evaluate, lm_windows, focus_windows, dynamic_evaluate, DynEvalConfig, gradient_stats, model_device
 
 # %% auto #0
-__all__ = ['POLICIES', 'REWARD_FORMS', 'PARTS', 'CPU_ETA', 'ETA_READINGS', 'SYNTH_DIAGNOSTICS', 'RECALL_VARIANTS', 'SNBConfig',
-           'span_diffs', 'slot_index', 'slot_mask', 'slot_windows', 'tanh_scores', 'SpanBuffer', 'gate_logprobs',
-           'interpolate', 'mix', 'SNBState', 'SNBAux', 'SpanBufferLM', 'snb_settings', 'intrinsic_reward',
-           'reward_term', 'snb_extra_loss', 'SNBTask', 'snb_evaluate', 'attention_snapshot', 'SynthConfig',
-           'RecallConfig', 'lm_corpus', 'SNBExp', 'build_lm', 'train_lm', 'trained_lm', 'DynEvalExp', 'dyneval_lm',
-           'SnapshotExp', 'snapshot_lm', 'MixtureFloorLM', 'WholeMixtureLM', 'ThroughputExp', 'reward_grad_ratio',
-           'snb_throughput', 'lm_configs', 'make_plan']
+__all__ = ['POLICIES', 'REWARD_FORMS', 'PARTS', 'SCREEN_ETAS', 'CPU_ETA', 'ETA_READINGS', 'SYNTH_DIAGNOSTICS', 'RECALL_VARIANTS',
+           'SNBConfig', 'span_diffs', 'slot_index', 'slot_mask', 'slot_windows', 'tanh_scores', 'SpanBuffer',
+           'gate_logprobs', 'interpolate', 'mix', 'SNBState', 'SNBAux', 'SpanBufferLM', 'snb_settings',
+           'intrinsic_reward', 'reward_term', 'snb_extra_loss', 'SNBTask', 'snb_evaluate', 'attention_snapshot',
+           'SynthConfig', 'RecallConfig', 'lm_corpus', 'SNBExp', 'build_lm', 'train_lm', 'trained_lm', 'DynEvalExp',
+           'dyneval_lm', 'SnapshotExp', 'snapshot_lm', 'MixtureFloorLM', 'WholeMixtureLM', 'ThroughputExp',
+           'reward_grad_ratio', 'snb_throughput', 'screen_specs', 'lm_configs', 'make_plan']
 
 # %% ../nbs/10_span_buffer.ipynb #62399e8a
 POLICIES = ('gate', 'rnn', 'buffer', 'oracle')   # evaluation policies: Eq. 9 with the gate; λ≡0; λ≡1; max(p, q) (a bound)
@@ -612,7 +612,14 @@ def snb_throughput(cfg: ThroughputExp, seed: int, ctx: RunContext) -> dict:
     return out
 
 # %% ../nbs/10_span_buffer.ipynb #05a936b5
-PARTS = ('lm', 'dynamic_eval', 'ablations', 'readings', 'sweep', 'synthetic', 'recall', 'wt2', 'figures', 'throughput')
+PARTS = ('lm', 'dynamic_eval', 'ablations', 'readings', 'sweep', 'synthetic', 'recall', 'wt2', 'figures', 'throughput', 'screen')
+SCREEN_ETAS = (1., 0.3, 0.1, 0.03)   # the reward-reading screen: each form at each eta, one seed, a few epochs at the trunk's lr
+
+def screen_specs(main: Spec, epochs: int) -> list[Spec]:
+    "The reward readings screened on the +SNB model: every `REWARD_FORMS` x `SCREEN_ETAS`, `epochs` at the initial lr, no decay, one seed."
+    t = replace(main.cfg.train, epochs=epochs, patience=None, min_delta=0., lr_decay_threshold=None, lr_decay_start=None, nt_asgd=False)
+    return [Spec(train_lm, replace(main.cfg, train=t, snb=replace(main.cfg.snb, reward_form=f, eta=e)), main.seed, name=f'screen_{f}_eta{e:g}',
+                 data_id=main.data_id) for f in REWARD_FORMS for e in SCREEN_ETAS]
 CPU_ETA = 0.1   # eta of the cpu +SNB runs: the lowest validation perplexity of eta in {1 (our first default), 0.1, 0} (part 'readings', see 'Which spans')
 ETA_READINGS = {'eta1': 1., 'eta0.1': 0.1}   # the readings part trains the one of these that the full model does not use
 SYNTH_DIAGNOSTICS = {   # the +SNB variants beside the long-range check: tag -> (run name, change from the checked +SNB, what it is)
@@ -738,4 +745,5 @@ def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Pla
     return Plan('span_buffer', scale, {
         'lm': [s for v in lms.values() for s in v], 'dynamic_eval': des, 'ablations': ablations, 'readings': readings, 'sweep': sweep,
         'synthetic': syn, 'recall': recall, 'wt2': [s for v in wt2.values() for s in v] + _de_specs(wt2, scale, ''), 'figures': [fig5],
-        'throughput': [Spec(snb_throughput, tp, seeds[0], name='throughput', data_id=data_identity(cfgs['awd'].corpus))]})
+        'throughput': [Spec(snb_throughput, tp, seeds[0], name='throughput', data_id=data_identity(cfgs['awd'].corpus))],
+        'screen': screen_specs(main, pick(scale, smoke=1, default=3)) if scale in ('smoke', 'cpu') else []})
