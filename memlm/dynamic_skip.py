@@ -12,14 +12,14 @@ from .models import eval_mode
 from .tagging import NERBatch, NEROut
 
 # %% auto #0
-__all__ = ['LAYERS', 'NUMBER_ROWS', 'AUTHORS_RL', 'PREPOSITIONS', 'PARTS', 'RingBuffer', 'SkipPolicy', 'SkipRecurrence',
-           'SkipTrace', 'SkipLSTM', 'lstm_from', 'reward_to_go', 'leave_one_out', 'returns', 'reinforce_loss',
-           'Reinforce', 'LSTMLayer', 'make_layer', 'SeqClassifier', 'pad_crop', 'classifier_reward', 'lm_reward',
-           'ner_reward', 'grad_norms_over_time', 'NumberExp', 'number_data', 'classify_eval', 'number_model',
-           'train_number', 'trained_number', 'Fig4Exp', 'fig4_grad_norms', 'PTBExp', 'ptb_model', 'train_ptb',
-           'skip_arcs', 'Fig6Exp', 'fig6_skips', 'NERExp', 'conll_data', 'sgd_momentum', 'train_ner', 'IMDBExp',
-           'imdb_root', 'imdb_data', 'imdb_splits', 'train_imdb', 'ThroughputExp', 'skip_throughput', 'missing_data',
-           'make_plan']
+__all__ = ['LAYERS', 'NUMBER_ROWS', 'AUTHORS_RL', 'PREPOSITIONS', 'GLOVE_URL', 'PARTS', 'RingBuffer', 'SkipPolicy',
+           'SkipRecurrence', 'SkipTrace', 'SkipLSTM', 'lstm_from', 'reward_to_go', 'leave_one_out', 'returns',
+           'reinforce_loss', 'Reinforce', 'LSTMLayer', 'make_layer', 'SeqClassifier', 'pad_crop', 'classifier_reward',
+           'lm_reward', 'ner_reward', 'grad_norms_over_time', 'NumberExp', 'number_data', 'classify_eval',
+           'number_model', 'train_number', 'trained_number', 'Fig4Exp', 'fig4_grad_norms', 'PTBExp', 'ptb_model',
+           'train_ptb', 'skip_arcs', 'Fig6Exp', 'fig6_skips', 'NERExp', 'load_glove', 'conll_data', 'sgd_momentum',
+           'train_ner', 'IMDBExp', 'imdb_root', 'imdb_data', 'imdb_splits', 'train_imdb', 'ThroughputExp',
+           'skip_throughput', 'missing_data', 'make_plan']
 
 # %% ../nbs/14_dynamic_skip.ipynb #63611d90
 class RingBuffer:
@@ -430,7 +430,7 @@ def grad_norms_over_time(model: SeqClassifier, x: Tensor, y: Tensor) -> Tensor:
     return g / g.sum()
 
 # %% ../nbs/14_dynamic_skip.ipynb #5ef6d3e9
-import functools, tempfile
+import functools, re, tempfile
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -631,7 +631,26 @@ class NERExp:
     lr_decay: float = 1.05           # lr divided by this after every epoch
     batch_size: int = 10
     clip: float = 5.
+    glove: str | None = field(default=None, metadata={'key': 'if_set'})   # a GloVe text file in the data folder (e.g. 'glove.6B.100d.txt'): Ma & Hovy's init
     data_path: str | None = field(default=None, metadata={'key': False})
+
+GLOVE_URL = 'https://nlp.stanford.edu/data/glove.6B.zip'
+
+def load_glove(path, words: dict, dim: int) -> tuple[torch.Tensor, int]:
+    """Rows of the vectors in GloVe text file `path` for the vocabulary `words` (word -> id; lowercased, digits as 0, as the
+    vocabulary): `(vectors[len(words), dim] with zeros where absent, number found)`; a missing file or another dimension fails, naming it."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f'{path}: no GloVe file there (it cannot be fetched on this machine). Download {GLOVE_URL}, unzip '
+                                f'{path.name} into {path.parent}, or leave NERExp.glove unset to learn the embeddings from scratch')
+    out, found = torch.zeros(len(words), dim), 0
+    with open(path, encoding='utf-8') as f:
+        for line in f:
+            w, *vals = line.rstrip().split(' ')
+            if len(vals) != dim: raise ValueError(f'{path}: vectors of size {len(vals)}, the tagger\'s word_dim is {dim}')
+            i = words.get(re.sub(r'\d', '0', w.lower()))
+            if i is not None: out[i] = torch.tensor([float(x) for x in vals]); found += 1
+    return out, found
 
 @functools.lru_cache(maxsize=2)
 def conll_data(corpus: str, data_path: str | None = None) -> tuple:
@@ -653,6 +672,10 @@ def train_ner(cfg: NERExp, seed: int, ctx: RunContext) -> dict:
     v = ner_vocabs(tr)
     model = NERTagger(len(v.words), len(v.chars), len(v.tags), lambda i: make_layer(cfg.kind, i, cfg.hidden, K=cfg.K, lam=cfg.lam),
                       word_dim=cfg.word_dim).to(ctx.device)
+    if cfg.glove:                                              # pretrained word vectors where GloVe has the word, the rest as initialised
+        vec, found = load_glove(data_dir(cfg.data_path)/cfg.glove, v.words, cfg.word_dim)
+        with torch.no_grad():
+            hit = vec.abs().sum(1) > 0; model.word_emb.weight[hit.to(ctx.device)] = vec[hit].to(ctx.device)
     task = BatchTask(tr, None, loss_fn=lambda out, b: out.nll.mean(), forward=lambda m, b: m(b),
                      collate=lambda ex: ner_collate(ex, v), metrics={}, evaluate=lambda m: ner_f1(m, dev, v))
     tcfg = TrainConfig(optimizer='sgd', lr=cfg.lr, weight_decay=0., clip=cfg.clip, epochs=cfg.epochs, batch_size=cfg.batch_size,
