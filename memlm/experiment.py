@@ -153,7 +153,7 @@ def stop_reason(hist: list[dict], epochs: int) -> str:
 def fit_summary(hist: list[dict], epochs: int, stage: str = 'train') -> dict:
     "Epochs, best epoch, stop reason and training time of a `fit` history."
     best = [h['epoch'] for h in hist if h.get('best')]
-    return dict(stage=stage, epochs=len(hist), epoch_cap=epochs, best_epoch=best[-1] if best else None,
+    return dict(stage=stage, epochs=len(hist), epoch_cap=epochs, best_epoch=best[-1] if best else None, steps=hist[-1].get('step') if hist else 0,
                 stop_reason=stop_reason(hist, epochs), train_time_s=round(sum(h.get('time_s', 0) for h in hist), 2))
 
 @dataclass
