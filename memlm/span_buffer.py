@@ -620,7 +620,7 @@ def screen_specs(main: Spec, epochs: int) -> list[Spec]:
     t = replace(main.cfg.train, epochs=epochs, patience=None, min_delta=0., lr_decay_threshold=None, lr_decay_start=None, nt_asgd=False)
     return [Spec(train_lm, replace(main.cfg, train=t, snb=replace(main.cfg.snb, reward_form=f, eta=e)), main.seed, name=f'screen_{f}_eta{e:g}',
                  data_id=main.data_id) for f in REWARD_FORMS for e in SCREEN_ETAS]
-CPU_ETA = 0.1   # eta of the cpu +SNB runs: the lowest validation perplexity of eta in {1 (our first default), 0.1, 0} (part 'readings', see 'Which spans')
+CPU_ETA = 0.1   # eta of the cpu +SNB runs: the lowest validation perplexity of eta in {1, 0.1, 0} (part 'readings', see 'Which spans')
 ETA_READINGS = {'eta1': 1., 'eta0.1': 0.1}   # the readings part trains the one of these that the full model does not use
 SYNTH_DIAGNOSTICS = {   # the +SNB variants beside the long-range check: tag -> (run name, change from the checked +SNB, what it is)
     't1train': ('synth_snb_T1', dict(train_temp=1.), 'trained without annealing (T = 1)'),
@@ -717,8 +717,8 @@ def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Pla
     st = pick(scale, smoke=replace(_train_cfg('smoke'), bptt=10),
               default=TrainConfig(optimizer='adam', lr=3e-3, weight_decay=0., clip=0.25, batch_size=32, bptt=35, variable_bptt=True,
                                   epochs=150, patience=8, min_delta=1e-3, lr_decay=2., lr_decay_threshold=0., eval_batch_size=10, progress=False))
-    # ^ the lr is halved only when validation gets worse; a rule that halved it whenever validation improved by < 0.02 ppl (40 epochs,
-    #   patience 3; the records up to commit 990a3ff) left it near 0 long before any model learned to retrieve (see *The recall check*)
+    # ^ the lr is halved only when validation gets worse: a rule that halves it whenever validation improves by < 0.02 ppl leaves it
+    #   near 0 long before any model learns to retrieve (see *The recall check*)
     ss = SNBConfig(span_len=4, buffer_size=pick(scale, smoke=32, default=64), attn_size=pick(scale, smoke=16, default=32))
     syn = [Spec(train_lm, SNBExp('synthetic', sm, snb, st, synth=sy, eval_bptt=70, test_batch_size=10), s, name=n)
            for s in seeds[:1] for n, snb in (('synth_base', None), ('synth_snb', ss),         # the check, then its diagnostics
