@@ -31,6 +31,7 @@ class TrainConfig:
     lr: float = 30.                  # learning rate (AWD-LSTM SGD: 30; Zaremba: 1; Adam: 1e-3)
     weight_decay: float = 1.2e-6     # L2 penalty handled by the optimizer
     clip: float | None = 0.25        # max gradient norm; None or 0: no clipping
+    clip_extra: float | None = field(default=None, metadata={'key': 'if_set'})  # clip the extra loss's gradient (a policy term) to this norm on its own, then add it to the clipped task gradient (None: one clip of their sum)
     epochs: int = 1                  # epochs to train (a resumed run trains up to this many in total)
     batch_size: int = 20             # training batch size (LM: parallel streams)
     bptt: int = 70                   # LM window length (the mean one with variable_bptt)
@@ -418,9 +419,21 @@ def train_step(run: Run, batch, extra_loss: Callable | None = None) -> StepInfo:
     for g in run.opt.param_groups: g['lr'] = lr
     run.opt.zero_grad(set_to_none=True)
     loss, out, nll, n = run.task.loss(run.model, batch)
-    if extra_loss is not None: loss = loss + extra_loss(run.model, batch, out)
-    loss.backward()
+    extra = extra_loss(run.model, batch, out) if extra_loss is not None else None
+    apart = extra is not None and cfg.clip_extra and extra.requires_grad
+    if apart:                                            # the extra term's gradient alone, clipped to its own norm
+        xg = torch.autograd.grad(extra, run.params, retain_graph=True, allow_unused=True)
+        xnorm = torch.linalg.vector_norm(torch.stack([g.norm() for g in xg if g is not None] or [extra.new_zeros(())]))
+        xscale = (cfg.clip_extra / (xnorm + 1e-6)).clamp(max=1.)
+    total = loss + extra if extra is not None else loss
+    (loss if apart else total).backward()              # apart: the task loss alone here, the extra term's gradient added below
+    loss = total
     gnorm = torch.nn.utils.clip_grad_norm_(run.params, cfg.clip) if cfg.clip else loss.new_zeros(())
+    if apart:
+        for p, g in zip(run.params, xg):
+            if g is None: continue
+            if p.grad is None: p.grad = g * xscale
+            else: p.grad.add_(g * xscale)
     run.opt.step()
     if run.avg is not None: run.avg.update_parameters(run.model)
     st['step'] += 1; st['batch'] += 1
