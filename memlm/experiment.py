@@ -20,9 +20,9 @@ __all__ = ['CLAIM_COLUMNS', 'COUNTED', 'NotebookParams', 'snapshot', 'read_param
            'stop_reason', 'fit_summary', 'RunContext', 'ToyConfig', 'toy_regression', 'runs_dir', 'keep_weights',
            'final_weights', 'best_checkpoint', 'CorruptRecordError', 'load_record', 'run_lock', 'lock_holder',
            'execute', 'Results', 'Plan', 'paper_plan', 'run_named', 'plan_status', 'mean_sd', 'aggregate',
-           'paired_diff', 'row_metrics', 'fmt_ms', 'read_claims', 'claim_value', 'run_lists', 'trained_at',
-           'claim_note', 'claim_verdicts', 'summary_rows', 'summary_markdown', 'paper_status', 'headline',
-           'write_results', 'unrecorded_claims', 'global_reads', 'adopt']
+           'paired_diff', 'row_metrics', 'fmt_ms', 'matched_epochs', 'matched_epochs_plot', 'read_claims',
+           'claim_value', 'run_lists', 'trained_at', 'claim_note', 'claim_verdicts', 'summary_rows', 'summary_markdown',
+           'paper_status', 'headline', 'write_results', 'unrecorded_claims', 'global_reads', 'adopt']
 
 # %% ../nbs/05_experiment.ipynb #3edf2536
 @dataclass
@@ -657,6 +657,34 @@ def fmt_ms(metrics: dict, key: str, digits: int = 1, unit: str = '') -> str:
     if n and n > 1: out = f'{v:.{digits}f} ± {sd:.{digits}f}{unit} ({n} seeds)'
     elif n == 1: out += ' (1 seed)'
     return out
+
+# %% ../nbs/05_experiment.ipynb #4ecb4027
+def matched_epochs(plan: 'Plan', a: list[Spec], b: list[Spec], key: str = 'val_ppl', relative: bool = True, stage: str = 'train') -> list[dict]:
+    """Per epoch, `b − a` on validation paired by seed (relative: `100 (b/a − 1)`): epoch, mean, sd, n, lo, hi (95 % t-interval),
+    over the seeds both arms have logged that far. `a`, `b`: the specs of the two arms (one per seed)."""
+    from memlm.stats import t_interval
+    def curve(s):
+        f = plan.dir(s)/f'{stage}.log.jsonl'
+        return {h['epoch']: h[key] for h in map(json.loads, f.read_text().splitlines()) if key in h} if f.exists() else {}
+    A, B = {s.seed: curve(s) for s in a}, {s.seed: curve(s) for s in b}
+    out = []
+    for e in sorted({e for c in B.values() for e in c}):
+        d = [100 * (B[s][e] / A[s][e] - 1) if relative else B[s][e] - A[s][e] for s in B if s in A and e in A[s] and e in B[s]]
+        if not d: continue
+        mu, sd = mean_sd(d); ci = t_interval(mu, sd, len(d))
+        out.append(dict(epoch=e, mean=mu, sd=sd, n=len(d), lo=ci[0] if ci else None, hi=ci[1] if ci else None))
+    return out
+
+def matched_epochs_plot(rows: list[dict], label: str, ax=None, unit: str = '%'):
+    "The matched-epoch paired difference with its interval band, zero marked."
+    import matplotlib.pyplot as plt
+    ax = ax or plt.subplots(figsize=(5.5, 3.2))[1]
+    ep = [r['epoch'] for r in rows]
+    ax.plot(ep, [r['mean'] for r in rows], 'o-', ms=3, label=label)
+    band = [r for r in rows if r['lo'] is not None]
+    if band: ax.fill_between([r['epoch'] for r in band], [r['lo'] for r in band], [r['hi'] for r in band], alpha=0.25)
+    ax.axhline(0, color='black', lw=0.8); ax.set(xlabel='epoch', ylabel=f'paired difference on validation ({unit})')
+    return ax
 
 # %% ../nbs/05_experiment.ipynb #23eae526
 CLAIM_COLUMNS = ('claim', 'paper_value', 'result', 'key', 'kind', 'expect', 'tol', 'n', 'n_basis', 'note')
