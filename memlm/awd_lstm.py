@@ -14,8 +14,9 @@ from .experiment import Spec, Plan, RunContext, data_identity, best_checkpoint
 from .registry import pick
 
 # %% auto #0
-__all__ = ['PARTS', 'SCHEDULE_SEARCH', 'AWDExp', 'train_awd', 'trained_awd', 'DynEvalExp', 'dyneval_awd', 'ThroughputExp',
-           'awd_throughput', 'fixed_schedule', 'choose_schedule', 'schedule_specs', 'awd_configs', 'make_plan']
+__all__ = ['PARTS', 'SCHEDULE_SEARCH', 'CPU_DECAY_AT', 'CPU_TAIL', 'AWDExp', 'train_awd', 'trained_awd', 'DynEvalExp',
+           'dyneval_awd', 'ThroughputExp', 'awd_throughput', 'fixed_schedule', 'choose_schedule', 'schedule_specs',
+           'awd_configs', 'make_plan']
 
 # %% ../nbs/09_awd_lstm.ipynb #86d0011f
 @dataclass
@@ -111,11 +112,14 @@ def choose_schedule(val_ppl: dict[int, float], tol: float = 0.5) -> int:
 
 def schedule_specs(lm: AWDExp, seed: int, did: str, decay_at: tuple, tail: tuple) -> list[Spec]:
     "One lr-`lm.train.lr` trunk that keeps its checkpoints at `decay_at`, and one branch per decay point with its fixed tail."
-    trunk_train = replace(lm.train, epochs=max(decay_at), keep_epochs=tuple(decay_at), patience=None, min_delta=0.,
+    trunk_train = replace(lm.train, epochs=max(decay_at), keep_epochs=tuple(decay_at), patience=None, min_delta=0., lr_milestones=(),
                           lr_decay_threshold=None, lr_decay_start=None, nt_asgd=False)
     trunk = Spec(train_awd, replace(lm, train=trunk_train), seed, name='sched_trunk', data_id=did)
     return [trunk] + [Spec(train_awd, replace(lm, train=fixed_schedule(lm.train, e, tail)), seed, name=f'sched_decay{e}', data_id=did,
                            extends=trunk, from_epoch=e) for e in decay_at]
+
+CPU_DECAY_AT: int | None = None   # the cpu recipe's first decay, as `choose_schedule` picks it from part 'schedule' (None: not chosen yet)
+CPU_TAIL = (6, 2, 2)               # the tail every candidate had
 
 def awd_configs(scale: str, data_path: str | None = None) -> tuple[AWDExp, ThroughputExp]:
     "The LM and throughput configs of `scale`."
@@ -130,6 +134,7 @@ def awd_configs(scale: str, data_path: str | None = None) -> tuple[AWDExp, Throu
                         patience=pick(scale, cpu=3, default=None), min_delta=pick(scale, cpu=2e-3, default=0.),
                         epochs=pick(scale, smoke=3, cpu=40, gpu=60, paper=500), max_steps_per_epoch=pick(scale, smoke=40, default=None),
                         eval_batch_size=10, progress=False, log_interval=pick(scale, smoke=10, default=100))
+    if scale == 'cpu' and CPU_DECAY_AT is not None: train = fixed_schedule(train, CPU_DECAY_AT, CPU_TAIL)   # the chosen fixed schedule
     lm = AWDExp(corpus=corpus, model=model, train=train, finetune_epochs=pick(scale, smoke=1, paper=500, default=0), data_path=data_path)
     tp = ThroughputExp(model=model, batch_size=train.batch_size, bptt=train.bptt, rounds=pick(scale, smoke=6, default=30),
                        threads=pick(scale, cpu=2, default=None))
