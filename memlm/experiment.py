@@ -4,25 +4,23 @@
 
 # %% ../nbs/05_experiment.ipynb #db5b2726
 from __future__ import annotations
-import contextlib, csv, fcntl, hashlib, json, multiprocessing as mp, os, shutil, signal, socket, statistics, time, traceback
+import contextlib, fcntl, hashlib, json, multiprocessing as mp, os, shutil, signal, socket, statistics, time, traceback
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field, fields, is_dataclass, asdict, replace
 from pathlib import Path
 from typing import Any, Callable
 import torch
 from .registry import (check_scale, results_dir, provenance, write_json, _jsonable, get_device,
-                            seed_everything, keep_freed_memory, flush_denormals, markdown_table, _fmt)
+                            seed_everything, keep_freed_memory, flush_denormals, markdown_table)
 from .train import fit, TimeLimitReached, Interrupted
 
 # %% auto #0
-__all__ = ['CLAIM_COLUMNS', 'COUNTED', 'NotebookParams', 'snapshot', 'read_params', 'fn_name', 'stable_key', 'key_name',
-           'type_name', 'config_dict', 'key_dict', 'content_key', 'data_identity', 'Spec', 'borrow', 'ckpt_home',
-           'stop_reason', 'fit_summary', 'RunContext', 'ToyConfig', 'toy_regression', 'runs_dir', 'keep_weights',
-           'final_weights', 'best_checkpoint', 'CorruptRecordError', 'load_record', 'run_lock', 'lock_holder',
-           'execute', 'Results', 'Plan', 'paper_plan', 'run_named', 'plan_status', 'mean_sd', 'aggregate',
-           'paired_diff', 'row_metrics', 'fmt_ms', 'matched_epochs', 'matched_epochs_plot', 'read_claims',
-           'claim_value', 'run_lists', 'trained_at', 'claim_note', 'claim_verdicts', 'summary_rows', 'summary_markdown',
-           'paper_status', 'headline', 'write_results', 'unrecorded_claims', 'global_reads', 'adopt']
+__all__ = ['NotebookParams', 'snapshot', 'read_params', 'fn_name', 'stable_key', 'key_name', 'type_name', 'config_dict',
+           'key_dict', 'content_key', 'data_identity', 'Spec', 'borrow', 'ckpt_home', 'stop_reason', 'fit_summary',
+           'RunContext', 'ToyConfig', 'toy_regression', 'runs_dir', 'keep_weights', 'final_weights', 'best_checkpoint',
+           'CorruptRecordError', 'load_record', 'run_lock', 'lock_holder', 'execute', 'Results', 'Plan', 'paper_plan',
+           'run_named', 'plan_status', 'mean_sd', 'aggregate', 'paired_diff', 'row_metrics', 'run_lists', 'fmt_ms',
+           'matched_epochs', 'matched_epochs_plot', 'global_reads', 'adopt']
 
 # %% ../nbs/05_experiment.ipynb #3edf2536
 @dataclass
@@ -647,6 +645,10 @@ def row_metrics(row: str, metrics: list[dict], keys=None) -> dict:
         out[f'{row}/{k}'], out[f'{row}/{k}_std'], out[f'{row}/{k}_n'] = a['mean'], a['sd'], a['n']
     return out
 
+def run_lists(res: 'Results', specs: list[Spec]) -> dict:
+    "`runs` (finished) and `missing` (unfinished) folders of `specs`, for `Experiment.record(..., **run_lists(res, specs))`."
+    return dict(runs=[s.folder for s in specs if res.done(s)], missing=[s.folder for s in specs if not res.done(s)])
+
 # %% ../nbs/05_experiment.ipynb #cf58dcda
 def fmt_ms(metrics: dict, key: str, digits: int = 1, unit: str = '') -> str:
     "'79.5 ± 2.5% (3 seeds)' from a record's `<key>`, `<key>_std`, `<key>_n`; '(not run)' when absent."
@@ -685,180 +687,6 @@ def matched_epochs_plot(rows: list[dict], label: str, ax=None, unit: str = '%'):
     if band: ax.fill_between([r['epoch'] for r in band], [r['lo'] for r in band], [r['hi'] for r in band], alpha=0.25)
     ax.axhline(0, color='black', lw=0.8); ax.set(xlabel='epoch', ylabel=f'paired difference on validation ({unit})')
     return ax
-
-# %% ../nbs/05_experiment.ipynb #23eae526
-CLAIM_COLUMNS = ('claim', 'paper_value', 'result', 'key', 'kind', 'expect', 'tol', 'n', 'n_basis', 'note')
-
-def read_claims(claims_dir: Path | None = None) -> list[dict]:
-    "All rows of `results/claims/*.csv`, with the paper name and the parsed `test` added; missing columns or a bad test raise, naming the row."
-    from memlm.stats import parse_test
-    claims_dir = Path(claims_dir or results_dir()/'claims')
-    rows = []
-    for f in sorted(claims_dir.glob('*.csv')):
-        with open(f, newline='') as fh:
-            for i, r in enumerate(csv.DictReader(fh)):
-                missing = [c for c in CLAIM_COLUMNS if c not in r]
-                if missing: raise ValueError(f'{f.name}: missing columns {missing}; expected {", ".join(CLAIM_COLUMNS)}')
-                where = f'{f.name} row {i + 2}'
-                t = parse_test(r['kind'], r['expect'], r['tol'], where)
-                if r['n'] and not r['n'].isdigit(): raise ValueError(f"{where}: n {r['n']!r} is not a number of seeds")
-                rows.append(dict(paper=f.stem, **r, test=t))
-    return rows
-
-def _num(s):
-    try: return float(s)
-    except (TypeError, ValueError): return None
-
-
-# %% ../nbs/05_experiment.ipynb #1f11fdd3
-def claim_value(c: dict, scales=('paper', 'gpu', 'cpu')) -> dict | None:
-    """Ours for claim `c` at the largest scale with a complete record (else a partial one): value, sd, n, scale, partial, commit;
-    None when not run. A complete value also carries, as `larger`, a partial one recorded at a larger scale (else None)."""
-    partial = None
-    for s in scales:
-        p = results_dir()/s/c['paper']/f"{c['result']}.json"
-        if not p.exists(): continue
-        rec = json.loads(p.read_text()); m = rec.get('metrics', {})
-        v = m.get(c['key'])
-        if v is None or isinstance(v, str): continue
-        o = dict(value=float(v), sd=m.get(f"{c['key']}_std"), n=m.get(f"{c['key']}_n"), scale=s, partial=bool(rec.get('missing')),
-                 commit=trained_at(rec, p.parent))
-        if not o['partial']: return o | dict(larger=partial)   # `missing`: some of the record's runs are unfinished
-        partial = partial or o
-    return partial
-
-def run_lists(res: 'Results', specs: list[Spec]) -> dict:
-    "`runs` (finished) and `missing` (unfinished) folders of `specs`, for `Experiment.record(..., **run_lists(res, specs))`."
-    return dict(runs=[s.folder for s in specs if res.done(s)], missing=[s.folder for s in specs if not res.done(s)])
-
-def trained_at(rec: dict, paper_dir: Path) -> str:
-    "The commits that trained the runs behind an aggregated record (its own commit when it names no runs)."
-    provs = [json.loads(f.read_text()).get('provenance', {}) for f in (paper_dir/'runs'/r/'record.json' for r in rec.get('runs') or [])
-             if f.exists()] or [rec.get('provenance', {})]
-    return ', '.join(dict.fromkeys((p.get('commit') or '?')[:8] + ('+dirty' if p.get('dirty') else '') for p in provs))
-
-def claim_note(c: dict, scale: str) -> str:
-    "The note of claim `c` for a value at `scale`: `note_<scale>` if the CSV has it, the cpu `note` at cpu (and smoke) scale."
-    if c.get(f'note_{scale}'): return c[f'note_{scale}']
-    return c['note'] if scale in ('cpu', 'smoke') else f'({scale} scale: no note yet)'
-
-def _fmt_ours(o: dict, where: str) -> str:
-    return _fmt(o['value']) + (f" ± {_fmt(o['sd'])}" if o['sd'] else '') + (f" (n={o['n']}, {where})" if o['n'] else f" ({where})")
-
-def _fmt_ci(ci) -> str: return f'[{_fmt(ci[0])}, {_fmt(ci[1])}]' if ci else ''
-
-def claim_verdicts(paper: str | None = None, scales=('paper', 'gpu', 'cpu')) -> list[dict]:
-    """One row per claim (of `paper`, or all): the paper's value, ours at the largest scale that has run, and the verdict of its
-    declared test (`memlm.stats.decide`, Holm's correction over each paper's claims), its interval, p, why, and the seeds needed."""
-    from memlm.stats import decide
-    out = []
-    claims = [c for c in read_claims() if paper is None or c['paper'] == paper]
-    for pp in dict.fromkeys(c['paper'] for c in claims):
-        cs = [c for c in claims if c['paper'] == pp]
-        vals = [claim_value(c, scales) for c in cs]
-        ins = [dict(test=c['test'], paper=_num(c['paper_value']), n_declared=int(c['n']) if c['n'] else None,
-                    value=o and o['value'], sd=o and o['sd'], n=o and o['n'], scale=o and o['scale']) for c, o in zip(cs, vals)]
-        for c, o, i, v in zip(cs, vals, ins, decide(ins)):
-            out.append(dict(paper=pp, claim=c['claim'], kind=c['test'].kind, expect=c['expect'], paper_value=i['paper'], value=i['value'],
-                            sd=i['sd'], n=i['n'], n_declared=i['n_declared'], scale=i['scale'] or '', partial=bool(o and o['partial']),
-                            larger=o and o.get('larger'), commit=o['commit'] if o else '', note=claim_note(c, o['scale']) if o else '',
-                            result=c['result'], key=c['key'], **v))
-    return out
-
-def summary_rows(scales=('paper', 'gpu', 'cpu')) -> list[dict]:
-    "One row per claim with the paper's value, ours (mean ± sd, n, scale), the verdict with its interval, and why."
-    out = []
-    for r in claim_verdicts(None, scales):
-        ours = None
-        if r['value'] is not None:
-            ours = _fmt_ours(dict(value=r['value'], sd=r['sd'], n=r['n']), r['scale'] + (', partial' if r['partial'] else ''))
-            if r['larger']: ours += f"; so far at {r['larger']['scale']}: " + _fmt_ours(r['larger'], 'partial')
-        why = '; '.join(x for x in (r['why'], r['note']) if x)
-        out.append(dict(paper=r['paper'], claim=r['claim'], test=f"{r['kind']} {r['expect']}".strip() + (f" (n={r['n_declared']})" if r['n_declared'] else ''),
-                        paper_value=_fmt(r['paper_value']) if r['paper_value'] is not None else '–', ours=ours or '–',
-                        ci=_fmt_ci(r['ci']), verdict=r['verdict'], seeds_needed=r['seeds_needed'] if r['verdict'] == 'inconclusive' else None,
-                        why=why, commit=r['commit'], scale=r['scale']))
-    return out
-
-def summary_markdown(scales=('paper', 'gpu', 'cpu')) -> str:
-    "The claims table: the paper's value, ours, the 95 % interval, the verdict, the seeds an inconclusive claim needs, why."
-    rows = summary_rows(scales)
-    if not rows: return '_No claims registered yet._\n'
-    for r in rows: r['trained at'] = r.pop('commit'); r['95% CI'] = r.pop('ci'); r['seeds needed'] = r.pop('seeds_needed')
-    return markdown_table(rows, ['paper', 'claim', 'test', 'paper_value', 'ours', '95% CI', 'verdict', 'seeds needed', 'why', 'trained at'])
-
-COUNTED = ('reproduced', 'contradicted', 'inconclusive')
-
-def paper_status(paper: str, scales=('paper', 'gpu', 'cpu')) -> str:
-    "Counts of a paper's verdicts: the decided and inconclusive claims, then what is not comparable, not run, and the readings and targets."
-    rows = claim_verdicts(paper, scales)
-    if not rows: return 'no claims recorded yet'
-    n = {}
-    for r in rows: n[r['verdict']] = n.get(r['verdict'], 0) + 1
-    order = ('reproduced', 'contradicted', 'inconclusive', 'not comparable at this scale', 'not run', 'reading', 'met', 'missed')
-    where = sorted({r['scale'] for r in rows if r['scale']})
-    return ', '.join(f'{n[v]} {v}' for v in order if n.get(v)) + (f" ({', '.join(where)} scale)" if where else '')
-
-def headline(paper: str, rows: list[dict] | None = None) -> str:
-    "A paper's headline, rendered from its records: its first tested claim with ours, the interval and the verdict."
-    rows = rows if rows is not None else claim_verdicts(paper)
-    r = next((r for r in rows if r['kind'] in ('effect', 'threshold', 'equivalence') and r['value'] is not None), None)
-    if r is None: return 'no tested claim has run yet'
-    ci = f" (95 % CI {_fmt_ci(r['ci'])})" if r['ci'] else ''
-    need = f", about {r['seeds_needed']} seeds would decide it" if r['verdict'] == 'inconclusive' and r['seeds_needed'] else ''
-    return f"{r['claim']}: paper {_fmt(r['paper_value'])}, ours {_fmt(r['value'])}{ci} at {r['scale']} scale, n={r['n']}: **{r['verdict']}**{need}"
-
-def write_results(path: Path | None = None, figs: Path | None = None, papers: list[str] | None = None) -> str:
-    """`RESULTS.md`: per paper, its verdict counts, what Holm's correction guarantees, a forest plot (`figures/claims/<paper>_forest.png`)
-    and its claims; the setting of each scale said once, a row's `why` only where it differs; provenance as links to the records."""
-    from memlm.stats import forest_plot, family_note
-    import matplotlib.pyplot as plt
-    path = Path(path or results_dir().parent/'RESULTS.md'); figs = Path(figs or results_dir().parent/'figures'/'claims')
-    rows_all = claim_verdicts()
-    out = ['# Results: the papers\' claims and our verdicts\n',
-           'Generated by `make summary` from the records under `results/<scale>/<paper>/` and the declared tests in '
-           '`results/claims/<paper>.csv` (`memlm.stats`: paired by seed, 95 % t-intervals, Holm\'s correction per paper). '
-           '*reproduced* / *contradicted*: the interval decides, on the paper\'s side or the other; *inconclusive*: it does not, '
-           'and *seeds needed* is the n at which a paired t-test has 80 % power for the paper\'s effect at our sd; '
-           '*not comparable at this scale*: an absolute number of a reduced model; *reading* / *met* / *missed*: shown, never counted.\n']
-    for pp in papers or list(dict.fromkeys(r['paper'] for r in rows_all)):
-        rows = [r for r in rows_all if r['paper'] == pp]
-        out.append(f"## {pp}\n\n{paper_status(pp)}. {family_note(rows)}.\n")
-        notes = {}
-        for r in rows:
-            if r['note']: notes.setdefault(r['scale'], {}).setdefault(r['note'], 0); notes[r['scale']][r['note']] += 1
-        common = {sc: max(n, key=n.get) for sc, n in notes.items()}
-        for sc, note in common.items(): out.append(f"- **Setting at {sc} scale**: {note}")
-        tested = [r for r in rows if r['kind'] in ('effect', 'threshold', 'equivalence') and r['value'] is not None]
-        if tested:
-            fig = forest_plot([dict(label=r['claim'], value=r['value'], ci=r['ci'], paper=r['paper_value'] if r['kind'] == 'effect' else None,
-                                    verdict=r['verdict']) for r in tested], title=f'{pp}: tested claims')
-            figs.mkdir(parents=True, exist_ok=True); fig.savefig(figs/f'{pp}_forest.png', dpi=110, bbox_inches='tight'); plt.close(fig)
-            out.append(f"\n![{pp}: forest plot]({(figs/f'{pp}_forest.png').relative_to(path.parent)})\n")
-        table = []
-        for r in rows:
-            ours = '–' if r['value'] is None else _fmt_ours(dict(value=r['value'], sd=r['sd'], n=r['n']), r['scale'] + (', partial' if r['partial'] else ''))
-            rec = results_dir()/r['scale']/pp/f"{r['result']}.json" if r['scale'] else None
-            why = '; '.join(x for x in (r['why'], r['note'] if r['note'] != common.get(r['scale']) else '') if x)
-            table.append({'claim': r['claim'], 'test': f"{r['kind']} {r['expect']}".strip() + (f" (n={r['n_declared']})" if r['n_declared'] else ''),
-                          'paper': _fmt(r['paper_value']) if r['paper_value'] is not None else '–', 'ours': ours, '95% CI': _fmt_ci(r['ci']),
-                          'verdict': r['verdict'], 'seeds needed': r['seeds_needed'] if r['verdict'] == 'inconclusive' else None, 'why': why,
-                          'record': f"[{r['result']}]({rec.relative_to(path.parent)})" if rec and rec.exists() else ''})
-        out.append('\n' + markdown_table(table))
-    md = '\n'.join(out)
-    path.write_text(md)
-    return md
-
-
-# %% ../nbs/05_experiment.ipynb #e4c382ae
-def unrecorded_claims(paper: str, scale: str) -> list[str]:
-    "Claims of `paper` whose record exists at `scale` but does not hold the claim's key."
-    out = []
-    for c in read_claims():
-        if c['paper'] != paper: continue
-        p = results_dir()/check_scale(scale)/paper/f"{c['result']}.json"
-        if p.exists() and c['key'] not in json.loads(p.read_text()).get('metrics', {}): out.append(f"{c['claim']} ({c['result']}: {c['key']})")
-    return out
 
 # %% ../nbs/05_experiment.ipynb #f28fc0e5
 def global_reads(ns: dict) -> dict[str, list[str]]:
