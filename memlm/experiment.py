@@ -12,7 +12,7 @@ from typing import Any, Callable
 import torch
 from .registry import (check_scale, results_dir, provenance, write_json, _jsonable, get_device,
                             seed_everything, keep_freed_memory, flush_denormals, markdown_table)
-from .train import fit, TimeLimitReached, Interrupted
+from .train import fit, save_checkpoint, TimeLimitReached, Interrupted
 
 # %% auto #0
 __all__ = ['NotebookParams', 'snapshot', 'read_params', 'fn_name', 'stable_key', 'key_name', 'type_name', 'config_dict',
@@ -230,8 +230,7 @@ def keep_weights(run_dir) -> dict:
     for best in sorted(ckpt_home(run_dir).glob('*/best.pt')):
         sd = torch.load(best, map_location='cpu', weights_only=True)['model']
         half = {k: v.half() if v.is_floating_point() else v for k, v in sd.items()}
-        dst = best.with_name('weights.fp16.pt'); tmp = dst.with_name(f'.{dst.name}.tmp{os.getpid()}')
-        torch.save(half, tmp); os.replace(tmp, dst); out[best.parent.name] = dst.stat().st_size
+        dst = save_checkpoint(half, best.with_name('weights.fp16.pt')); out[best.parent.name] = dst.stat().st_size   # atomic, as every checkpoint
     return out
 
 def final_weights(run_dir, model, stage: str = 'train'):
