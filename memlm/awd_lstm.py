@@ -91,7 +91,7 @@ def awd_throughput(cfg: ThroughputExp, seed: int, ctx: RunContext) -> dict:
     return dict(model_tps=tp['tokens_per_s'], baseline_tps=tp['ref_tokens_per_s'], ratio=tp['ratio'], sizes=cfg.model.layer_sizes, threads=tp['threads'])
 
 # %% ../nbs/09_awd_lstm.ipynb #f819ee63
-PARTS = ('lm', 'dynamic_eval', 'throughput', 'schedule')
+PARTS = ('lm', 'dynamic_eval', 'throughput', 'schedule', 'adaptive')
 
 def fixed_schedule(train: TrainConfig, decay_at: int, tail: tuple = (6, 2, 2)) -> TrainConfig:
     """`train` on a fixed schedule: its lr until epoch `decay_at`, then ÷`lr_decay` after it and after each later step of `tail`
@@ -121,8 +121,8 @@ def schedule_specs(lm: AWDExp, seed: int, did: str, decay_at: tuple, tail: tuple
 CPU_DECAY_AT: int | None = None   # the cpu recipe's first decay, as `choose_schedule` picks it from part 'schedule' (None: not chosen yet)
 CPU_TAIL = (6, 2, 2)               # the tail every candidate had
 
-def awd_configs(scale: str, data_path: str | None = None) -> tuple[AWDExp, ThroughputExp]:
-    "The LM and throughput configs of `scale`."
+def awd_configs(scale: str, data_path: str | None = None, fixed: bool = True) -> tuple[AWDExp, ThroughputExp]:
+    "The LM and throughput configs of `scale`; at cpu scale on the chosen fixed schedule (`fixed=False`: the former plateau rule)."
     corpus = pick(scale, smoke='synthetic', default='ptb')
     V = pick(scale, smoke=64, default=10_000)    # the synthetic corpus has 64 words, PTB 10k
     model = pick(scale, smoke=AWDLSTMConfig.tiny(V, nlayers=2, emsize=32, nhid=64), cpu=AWDLSTMConfig.awd_cpu(vocab_size=V, nlayers=2),
@@ -134,21 +134,28 @@ def awd_configs(scale: str, data_path: str | None = None) -> tuple[AWDExp, Throu
                         patience=pick(scale, cpu=3, default=None), min_delta=pick(scale, cpu=2e-3, default=0.),
                         epochs=pick(scale, smoke=3, cpu=40, gpu=60, paper=500), max_steps_per_epoch=pick(scale, smoke=40, default=None),
                         eval_batch_size=10, progress=False, log_interval=pick(scale, smoke=10, default=100))
-    if scale == 'cpu' and CPU_DECAY_AT is not None: train = fixed_schedule(train, CPU_DECAY_AT, CPU_TAIL)   # the chosen fixed schedule
+    if fixed and scale == 'cpu' and CPU_DECAY_AT is not None: train = fixed_schedule(train, CPU_DECAY_AT, CPU_TAIL)   # the chosen fixed schedule
     lm = AWDExp(corpus=corpus, model=model, train=train, finetune_epochs=pick(scale, smoke=1, paper=500, default=0), data_path=data_path)
     tp = ThroughputExp(model=model, batch_size=train.batch_size, bptt=train.bptt, rounds=pick(scale, smoke=6, default=30),
                        threads=pick(scale, cpu=2, default=None))
     return lm, tp
 
+def _lm_and_dyneval(lm: AWDExp, seeds: list, did: str, stats_cap, same: dict) -> tuple[list, list]:
+    "The LM run per seed (a run whose key is in `same` is that run: a schedule branch) and its dynamic evaluation."
+    lms = [same.get(sp.key, sp) for sp in (Spec(train_awd, lm, s, name='awd_lstm', data_id=did) for s in seeds)]
+    return lms, [Spec(dyneval_awd, DynEvalExp(lm=lm, lm_run=l.folder, dyn=DynEvalConfig.paper(max_stats_batches=stats_cap)), l.seed,
+                      name='dynamic_eval', data_id=did, needs=(l,)) for l in lms]
+
 def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Plan:
-    "The runs of every part at `scale`: the LM per seed, its dynamic evaluation, one throughput measurement."
+    """The runs of every part at `scale`: the LM per seed, its dynamic evaluation, one throughput measurement; at cpu scale the
+    schedule search, and once it has chosen, the runs of the former plateau rule as part `adaptive` (the noise it made)."""
     lm, tp = awd_configs(scale, data_path)
     stats_cap = pick(scale, smoke=20, default=None)
     did = data_identity(lm.corpus)
-    lms = [Spec(train_awd, lm, s, name='awd_lstm', data_id=did) for s in seeds]
-    dyn = [Spec(dyneval_awd, DynEvalExp(lm=lm, lm_run=l.folder, dyn=DynEvalConfig.paper(max_stats_batches=stats_cap)), l.seed,
-                name='dynamic_eval', data_id=did, needs=(l,)) for l in lms]
     search = SCHEDULE_SEARCH.get(scale)
     sched = schedule_specs(lm, seeds[0], did, **search) if search else []
+    lms, dyn = _lm_and_dyneval(lm, seeds, did, stats_cap, {s.key: s for s in sched[1:]})   # the chosen branch is seed 0 of the recipe
+    old = awd_configs(scale, data_path, fixed=False)[0]
+    adaptive = sum(_lm_and_dyneval(old, seeds, did, stats_cap, {}), []) if old != lm else []
     return Plan('awd_lstm', scale, {'lm': lms, 'dynamic_eval': dyn, 'throughput': [Spec(awd_throughput, tp, seeds[0], name='throughput')],
-                                    'schedule': sched})
+                                    'schedule': sched, 'adaptive': adaptive})

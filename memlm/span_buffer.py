@@ -617,7 +617,8 @@ SCREEN_ETAS = (1., 0.3, 0.1, 0.03)   # the reward-reading screen: each form at e
 
 def screen_specs(main: Spec, epochs: int) -> list[Spec]:
     "The reward readings screened on the +SNB model: every `REWARD_FORMS` x `SCREEN_ETAS`, `epochs` at the initial lr, no decay, one seed."
-    t = replace(main.cfg.train, epochs=epochs, patience=None, min_delta=0., lr_decay_threshold=None, lr_decay_start=None, nt_asgd=False)
+    t = replace(main.cfg.train, epochs=epochs, patience=None, min_delta=0., lr_decay_threshold=None, lr_decay_start=None, nt_asgd=False,
+                lr_milestones=())   # the same runs whatever schedule the recipe chose
     return [Spec(train_lm, replace(main.cfg, train=t, snb=replace(main.cfg.snb, reward_form=f, eta=e)), main.seed, name=f'screen_{f}_eta{e:g}',
                  data_id=main.data_id) for f in REWARD_FORMS for e in SCREEN_ETAS]
 CPU_ETA = 0.1   # eta of the cpu +SNB runs: the lowest validation perplexity of eta in {1, 0.1, 0} (part 'readings', see 'Which spans')
