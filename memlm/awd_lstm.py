@@ -16,7 +16,7 @@ from .registry import pick
 # %% auto #0
 __all__ = ['PARTS', 'SCHEDULE_SEARCH', 'CPU_DECAY_AT', 'CPU_TAIL', 'AWDExp', 'train_awd', 'trained_awd', 'DynEvalExp',
            'dyneval_awd', 'ThroughputExp', 'awd_throughput', 'fixed_schedule', 'choose_schedule', 'schedule_specs',
-           'awd_configs', 'make_plan']
+           'with_retired', 'awd_configs', 'make_plan']
 
 # %% ../nbs/09_awd_lstm.ipynb #86d0011f
 @dataclass
@@ -121,6 +121,18 @@ def schedule_specs(lm: AWDExp, seed: int, did: str, decay_at: tuple, tail: tuple
 CPU_DECAY_AT: int | None = None   # the cpu recipe's first decay, as `choose_schedule` picks it from part 'schedule' (None: not chosen yet)
 CPU_TAIL = (6, 2, 2)               # the tail every candidate had
 
+def with_retired(plan: Plan, make_plan, seeds: list[int], data_path: str | None = None) -> Plan:
+    """`plan` (a paper's, at cpu scale, built on the core's recipe) with `retired`: the recorded runs its plan had under the former
+    plateau rule and that the chosen fixed schedule replaced. They stay on disk and are still found; no plan runs them again."""
+    global CPU_DECAY_AT
+    if plan.scale != 'cpu' or CPU_DECAY_AT is None: return plan
+    saved, CPU_DECAY_AT = CPU_DECAY_AT, None
+    try: old = make_plan(plan.scale, seeds, data_path)
+    finally: CPU_DECAY_AT = saved
+    now = {plan.dir(s) for s in plan.specs()}
+    plan.retired = [s for s in old.specs() if old.dir(s) not in now and (old.dir(s)/'record.json').exists()]
+    return plan
+
 def awd_configs(scale: str, data_path: str | None = None, fixed: bool = True) -> tuple[AWDExp, ThroughputExp]:
     "The LM and throughput configs of `scale`; at cpu scale on the chosen fixed schedule (`fixed=False`: the former plateau rule)."
     corpus = pick(scale, smoke='synthetic', default='ptb')
@@ -153,7 +165,7 @@ def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Pla
     stats_cap = pick(scale, smoke=20, default=None)
     did = data_identity(lm.corpus)
     search = SCHEDULE_SEARCH.get(scale)
-    sched = schedule_specs(lm, seeds[0], did, **search) if search else []
+    sched = schedule_specs(lm, 0, did, **search) if search else []   # the search ran at seed 0, whatever seeds this plan has
     lms, dyn = _lm_and_dyneval(lm, seeds, did, stats_cap, {s.key: s for s in sched[1:]})   # the chosen branch is seed 0 of the recipe
     old = awd_configs(scale, data_path, fixed=False)[0]
     adaptive = sum(_lm_and_dyneval(old, seeds, did, stats_cap, {}), []) if old != lm else []

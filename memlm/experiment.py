@@ -427,6 +427,7 @@ class Plan:
     scale: str
     parts: dict = field(default_factory=dict)  # part -> list of Spec (empty: a part computed in the notebook)
     root: Path | None = None                   # default: results/<scale>/<paper>/runs
+    retired: list = field(default_factory=list)  # recorded runs of a former recipe: still found (kept, indexed), never run
     def __post_init__(self):
         check_scale(self.scale)
         self.root = Path(self.root) if self.root else runs_dir(self.paper, self.scale)

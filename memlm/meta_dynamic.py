@@ -723,7 +723,7 @@ def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Pla
             parts[tag] += [lm, *ms.values()]
             parts['performance'] += [ms[m] for m in METHODS if m in ms]
             if tag == 'wt2': parts['fig2'] += [ms[m] for m in ('static', 'meta1', 'meta2', 'meta3')]
-    return Plan('meta_dynamic', scale, parts)
+    return awd.with_retired(Plan('meta_dynamic', scale, parts), make_plan, seeds, data_path)   # the former cpu recipe's runs stay found
 
 # %% ../nbs/13_meta_dynamic.ipynb #574c0887
 COMPARISONS = (('rms_vs_static_pct', 'rms', 'static'), ('sgd_vs_static_pct', 'sgd', 'static'), ('sgd_vs_rms_pct', 'sgd', 'rms'), ('rms_free_vs_rms_pct', 'rms_free', 'rms'),

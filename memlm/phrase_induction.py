@@ -464,7 +464,7 @@ def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Pla
                                             max_steps_per_epoch=20, progress=False))
     tp = PILMThroughputExp(model=full.model, phrase=full.phrase, batch_size=full.train.batch_size, bptt=full.train.bptt,
                            rounds=pick(scale, smoke=3, default=30), threads=pick(scale, cpu=1, default=None))
-    return Plan('phrase_induction', scale, {
+    plan = Plan('phrase_induction', scale, {
         'table1': ptb['baseline'] + ptb['full'],
         'ablations': ptb['no_ns'] + ptb['no_attention'] + ptb['no_ns_squared'],
         'finetune': ptb.get('baseline_ft', []) + ptb.get('full_ft', []),
@@ -473,6 +473,7 @@ def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Pla
         'transformer': pick(scale, smoke=[Spec(train_transformer, replace(tcfg, phrase=variant(k, tcfg.phrase)), s, name=k)
                                           for k in ('baseline', 'full') for s in seeds], default=[]),
         'throughput': [Spec(pilm_throughput, tp, seeds[0], name='throughput')]})
+    return core.with_retired(plan, make_plan, seeds, data_path)   # the runs of the former cpu recipe stay found
 
 # %% ../nbs/11_phrase_induction.ipynb #85bc89d1
 def paired_differences(rows: dict[str, dict[int, dict]], a: str, b: str, keys=('val_ppl', 'test_ppl')) -> dict:

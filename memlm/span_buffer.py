@@ -743,8 +743,9 @@ def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Pla
                        batch_size=cfgs['awd'].train.batch_size, bptt=cfgs['awd'].train.bptt, rounds=pick(scale, smoke=2, default=5),
                        threads=pick(scale, cpu=1, default=None), corpus=cfgs['awd'].corpus, synth=cfgs['awd'].synth, data_path=data_path,
                        grad_batches=pick(scale, smoke=2, default=8))   # snb at eta = 1: eta changes no timing; the gradient check is at eta = 1
-    return Plan('span_buffer', scale, {
+    plan = Plan('span_buffer', scale, {
         'lm': [s for v in lms.values() for s in v], 'dynamic_eval': des, 'ablations': ablations, 'readings': readings, 'sweep': sweep,
         'synthetic': syn, 'recall': recall, 'wt2': [s for v in wt2.values() for s in v] + _de_specs(wt2, scale, ''), 'figures': [fig5],
         'throughput': [Spec(snb_throughput, tp, seeds[0], name='throughput', data_id=data_identity(cfgs['awd'].corpus))],
         'screen': screen_specs(main, pick(scale, smoke=1, default=3)) if scale in ('smoke', 'cpu') else []})
+    return core.with_retired(plan, make_plan, seeds, data_path)   # the runs of the former cpu recipe stay found
