@@ -5,7 +5,7 @@
 # %% ../nbs/04_evaluate.ipynb #309deb88
 from __future__ import annotations
 import contextlib, math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 import torch, torch.nn.functional as F
 from tqdm import tqdm
@@ -119,6 +119,7 @@ class DynEvalConfig:
     old_scaling: bool = False        # lr/lam/eps are on the 2017 code's scale (`--oldhyper`)
     reset_weights: bool = True       # restore θ₀ afterwards, so valid and test both start from the trained model
     cudnn: bool = False              # keep cuDNN on: only for models that backprop through cuDNN in eval mode
+    flush_articles: bool = field(default=False, metadata={'key': 'if_set'})   # θ ← θ₀ at every article start (with `articles`)
 
     @classmethod
     def paper(cls, **kw):
@@ -179,6 +180,10 @@ def dynamic_evaluate(model,                       # LM following the `LMOutput` 
         with grad_eval_mode(model, cfg.cudnn):
             for x, y, reset in lm_windows(data.to(model_device(model)), cfg.batch_size, cfg.bptt, articles):
                 model.zero_grad(set_to_none=True)
+                if reset and cfg.flush_articles and state['step']:   # a new article starts from the trained weights
+                    with torch.no_grad():
+                        for p, p0 in zip(params, state['theta0']): p.copy_(p0)
+                    state['flushed'] = state.get('flushed', 0) + 1
                 out = model(x, None if reset else hidden); hidden = detach(out.hidden)
                 loss = _nll(out, y); loss.backward()
                 nll, n = nll + loss.detach().double() * y.numel(), n + y.numel()

@@ -19,11 +19,11 @@ from .evaluate import (evaluate, dynamic_evaluate, DynEvalConfig, dyneval_state,
 # %% auto #0
 __all__ = ['BUCKET', 'FEATURES', 'GATES', 'METHODS', 'PARTS', 'META_VARIANTS', 'COMPARISONS', 'squash', 'buckets', 'flat',
            'unflat', 'meta_constants', 'MetaConfig', 'MetaLearner', 'meta_update', 'no_update', 'recording',
-           'fisher_diagonal', 'MetaTrainConfig', 'saved_bytes', 'unroll_plain', 'unroll_checkpointed', 'meta_train',
-           'tune_dyneval', 'peak_rss_mb', 'segment_starts', 'article_effects', 'smooth', 'topic_corpus', 'cap_vocab',
-           'first_articles', 'stream_prefix', 'stream_slice', 'CorpusExp', 'corpus_splits', 'LMExp', 'train_lm',
-           'CoreLMExp', 'core_lm', 'LMRef', 'load_lm', 'PrepExp', 'prepare', 'MethodExp', 'run_method', 'wt2_lm_config',
-           'scale_configs', 'method_specs', 'make_plan', 'by_seed', 'comparison']
+           'fisher_diagonal', 'MetaTrainConfig', 'saved_bytes', 'unroll_plain', 'unroll_checkpointed', 'rotate_stream',
+           'meta_train', 'curve_stop', 'tune_dyneval', 'peak_rss_mb', 'segment_starts', 'article_effects', 'smooth',
+           'topic_corpus', 'cap_vocab', 'first_articles', 'stream_prefix', 'stream_slice', 'CorpusExp', 'corpus_splits',
+           'LMExp', 'train_lm', 'CoreLMExp', 'core_lm', 'LMRef', 'load_lm', 'PrepExp', 'prepare', 'MethodExp',
+           'run_method', 'wt2_lm_config', 'scale_configs', 'method_specs', 'make_plan', 'by_seed', 'comparison']
 
 # %% ../nbs/13_meta_dynamic.ipynb #1d7361ff
 BUCKET = 1 << 21   # coordinates per bucket: on a CPU, allocations above ~8 MB cost several times more per element
@@ -55,6 +55,7 @@ def unflat(vs, shapes, groups) -> list[Tensor]:
 def meta_constants(state: dict,                 # the state `dynamic_evaluate` hands its `update` hook (method 'rms')
                    fisher: list | None = None,  # diagonal Fisher per parameter tensor (three-level model)
                    size: int = BUCKET,          # coordinates per bucket
+                   init: str = 'rms',           # 'rms': the gates scale Krause's per-coordinate rates; 'neutral': their medians, uniform
                   ) -> dict:
     "θ₀, 1/(MS+ε), i₀ = η/(MS+ε), a₀ = λ·decrate (per bucket), η and F̂ from the dynamic-evaluation state: what the gates are scaled by."
     if state.get('MS') is None:
@@ -65,6 +66,9 @@ def meta_constants(state: dict,                 # the state `dynamic_evaluate` h
     r = [1 / (m + state['eps']) for m in flat(state['MS'], groups)]
     c = dict(shapes=shapes, groups=groups, theta0=flat(state['theta0'], groups), r=r, i0=[state['lr'] * x for x in r],
              a0=[state['lam'] * d for d in flat(state['decrate'], groups)], lr=state['lr'])
+    if init == 'neutral':   # plain SGD with a uniform decay to θ₀: no per-coordinate structure for the learner to start from
+        for k in ('i0', 'a0'): c[k] = [torch.full_like(x, float(torch.cat(c[k]).median())) for x in c[k]]
+    elif init != 'rms': raise ValueError(f"unknown init {init!r}: use 'rms' or 'neutral'")
     if fisher is not None:
         Fb = flat(fisher, groups)
         mean = sum(f.sum() for f in Fb) / sum(f.numel() for f in Fb)
@@ -83,9 +87,11 @@ class MetaConfig:
     hidden: int = 0          # 0: linear gates (the paper's best); > 0: one hidden ReLU layer of this width per coordinate
     loss_ema: float = 0.9    # decay of the running mean that the loss feature is measured against
     closed_bias: float = -10.  # initial bias of a gate that starts shut (the 2-level COPY: 1 − f = a₀·e^−10 ≈ 5e-5·a₀)
+    init: str = field(default='rms', metadata={'key': 'if_set'})   # the rule at step 0: 'rms' (Krause's rates) or 'neutral' (uniform)
 
     def __post_init__(self):
         if self.levels not in (1, 2, 3): raise ValueError(f'levels must be 1, 2 or 3, got {self.levels}')
+        if self.init not in ('rms', 'neutral'): raise ValueError(f"init must be 'rms' or 'neutral', got {self.init!r}")
     @property
     def gates(self) -> tuple: return GATES[:self.levels]
     @property
@@ -221,7 +227,7 @@ def meta_update(learner: MetaLearner, fisher: list | None = None, fast: bool = T
     def update(model, params, grads, state):
         m = state.get('meta')
         if m is None:
-            c = meta_constants(state, fisher)
+            c = meta_constants(state, fisher, init=learner.cfg.init)
             m = state['meta'] = dict(c=c, mem={}, fast=_fast_constants(learner, c, params) if fast else None)
         if m['fast'] is not None: m['mem'] = _fast_step(learner, params, grads, state['loss'], m['mem'], m['fast']); return
         c = m['c']
@@ -264,6 +270,13 @@ class MetaTrainConfig:
     batch_size: int = 1        # parallel streams sharing one θ (the evaluation's batch size)
     restart_loss: float | None = field(default=None, metadata={'key': 'if_set'})   # after a chunk whose mean loss (nats/token) is above
                                # this or not finite, θ, the state and the memory restart from θ₀ (the plan: ln |V|, a uniform guess)
+    lr_schedule: str = field(default='constant', metadata={'key': 'if_set'})   # 'constant' or 'cosine' (Adam's lr to 0 at `steps`)
+    eval_every: int = field(default=0, metadata={'key': 'if_set'})   # > 0: the learning curve (`curve`) at step 0, every this many, and last
+    flush_articles: bool = field(default=False, metadata={'key': 'if_set'})   # θ ← θ₀ at article starts (the paper's level 3 FLUSH)
+    rotate: bool = field(default=False, metadata={'key': 'if_set'})  # start the stream at an article drawn with the run's seed
+
+    def __post_init__(self):
+        if self.lr_schedule not in ('constant', 'cosine'): raise ValueError(f"lr_schedule must be 'constant' or 'cosine', got {self.lr_schedule!r}")
 
 def _nll(out, y): return F.nll_loss(out.logp.reshape(-1, out.logp.size(-1)), y.reshape(-1))
 
@@ -302,28 +315,31 @@ def _fresh(h):
     if isinstance(h, Tensor): return h.detach().requires_grad_()
     return type(h)(_fresh(x) for x in h)
 
-def unroll_plain(model, learner, names, theta, hidden, mem, chunk, c, first_order=True):
-    "The meta-loss of a chunk of segments with its whole graph: `(sum of losses, θ, hidden, mem, bytes held)`."
+def unroll_plain(model, learner, names, theta, hidden, mem, chunk, c, first_order=True, flush=False):
+    "The meta-loss of a chunk of segments with its whole graph: `(sum of losses, θ, hidden, mem, bytes held)`; `flush`: θ₀ at article starts."
     theta = [t.detach().requires_grad_() for t in theta]
     hidden, total = detach(hidden), 0.
     with saved_bytes() as sb:
         for x, y, reset in chunk:
+            if reset and flush: theta = [t.detach().requires_grad_() for t in c['theta0']]
             loss, theta, mem, hidden = _segment(model, learner, names, theta, x, y, None if reset else hidden, mem, c, first_order)
             total = total + loss
     return total, theta, detach(hidden), mem, sb.n
 
-def unroll_checkpointed(model, learner, names, theta, hidden, mem, chunk, c):
+def unroll_checkpointed(model, learner, names, theta, hidden, mem, chunk, c, flush=False):
     "Backpropagate a chunk's meta-loss into the learner by recomputing each segment: `(meta-loss, θ, hidden, mem, bytes held)`."
-    states, total = [], 0.
+    states, total, flushed = [], 0., []
     theta, hidden = [t.detach() for t in theta], detach(hidden)
     for x, y, reset in chunk:                                   # forward: keep only θ (and the small state) before each segment
         h = None if reset else hidden
+        if reset and flush: theta = [t.detach() for t in c['theta0']]   # FLUSH: the article starts from θ₀ (no gradient flows back past it)
+        flushed.append(reset and flush)
         states.append((theta, h, mem))
         loss, new, mem, hidden = _segment(model, learner, names, [t.detach().requires_grad_() for t in theta], x, y, h, mem, c, True,
                                           learner_graph=False)
         theta, hidden, mem, total = [t.detach() for t in new], detach(hidden), detach(mem), total + loss.item()
     adj, adj_h, peak = None, None, 0
-    for (th, h, m), (x, y, _) in zip(reversed(states), reversed(chunk)):   # backward, one segment at a time
+    for (th, h, m), (x, y, _), fl in zip(reversed(states), reversed(chunk), reversed(flushed)):   # backward, one segment at a time
         th, h = [t.detach().requires_grad_() for t in th], _fresh(h)
         with saved_bytes() as sb:
             loss, new, _, h_out = _segment(model, learner, names, th, x, y, h, m, c, True)
@@ -333,6 +349,7 @@ def unroll_checkpointed(model, learner, names, theta, hidden, mem, chunk, c):
         torch.autograd.backward(outs, seeds)
         adj = [torch.zeros_like(t) if t.grad is None else t.grad for t in th]
         adj_h = [torch.zeros_like(t) if t.grad is None else t.grad for t in _leaves(h)] if h is not None else None
+        if fl: adj = None                                       # θ was replaced by θ₀ here: the earlier segments do not reach past it
         peak = max(peak, sb.n)
     return total, theta, hidden, mem, peak + len(states) * sum(t.numel() * t.element_size() for t in states[0][0])
 
@@ -347,6 +364,13 @@ def _chunks(data, cfg: MetaTrainConfig, articles):
         if chunk: yield chunk, first
         if n == 0: raise ValueError(f'a stream of {len(data)} tokens holds no window of batch {cfg.batch_size}')
 
+def rotate_stream(data: Tensor, articles, start: int) -> tuple[Tensor, list | None]:
+    "The stream read from `start` (an article start, when there are articles) to its end, then from its beginning."
+    if articles is not None and start not in articles: raise ValueError(f'{start} is not an article start')
+    n = len(data)
+    arts = None if articles is None else sorted([a - start for a in articles if a >= start] + [a + n - start for a in articles if a < start])
+    return torch.cat([data[start:], data[:start]]), arts
+
 def meta_train(model,                      # the trained LM (θ₀ = its weights; restored afterwards)
                learner: MetaLearner,
                data: Tensor,               # 1-D validation stream
@@ -355,33 +379,58 @@ def meta_train(model,                      # the trained LM (θ₀ = its weights
                fisher: list | None = None, # three-level learner
                articles=None,              # article starts in `data`: reset the recurrent state there
                opt: torch.optim.Optimizer | None = None,  # default: Adam(learner.parameters(), cfg.lr)
+               curve=None,                 # curve(learner) -> perplexity on a fixed held-out text (with `cfg.eval_every`)
+               seed: int = 0,              # with `cfg.rotate`: which article the stream starts at
               ) -> list[dict]:
-    "Train the meta-learner by truncated backprop through its unrolled updates; one history entry per meta-step."
+    """Train the meta-learner by truncated backprop through its unrolled updates; one history entry per meta-step (with
+    `curve_ppl` where the learning curve was measured: step 0, every `eval_every` steps, and the last)."""
     if cfg.checkpoint and not cfg.first_order: raise ValueError('checkpoint=True recomputes segments: it needs first_order=True')
     names = [n for n, p in model.named_parameters() if p.requires_grad]
-    c = meta_constants(state, fisher)
+    c = meta_constants(state, fisher, init=learner.cfg.init)
     opt = opt or torch.optim.Adam(learner.parameters(), lr=cfg.lr)
+    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=cfg.steps) if cfg.lr_schedule == 'cosine' else None
     dev = next(model.parameters()).device
+    if cfg.rotate:
+        starts = articles if articles is not None else list(range(0, len(data) - 1, cfg.bptt))
+        data, articles = rotate_stream(data, articles, starts[int(torch.randint(len(starts), (), generator=torch.Generator().manual_seed(seed)))])
     theta, hidden, mem, hist = c['theta0'], None, {}, []
     chunks = _chunks(data.to(dev), cfg, articles)
+    measure = lambda s: curve is not None and cfg.eval_every > 0 and (s % cfg.eval_every == 0 or s == cfg.steps)
+    curve0 = curve(learner) if measure(0) else None
     with grad_eval_mode(model):
         for step in range(cfg.steps):
             chunk, restart = next(chunks)
             if restart and step: theta, hidden, mem = c['theta0'], None, {}
             t0 = time.perf_counter(); opt.zero_grad()
-            if cfg.checkpoint: total, theta, hidden, mem, held = unroll_checkpointed(model, learner, names, theta, hidden, mem, chunk, c)
+            if cfg.checkpoint:
+                total, theta, hidden, mem, held = unroll_checkpointed(model, learner, names, theta, hidden, mem, chunk, c, cfg.flush_articles)
             else:
-                total, theta, hidden, mem, held = unroll_plain(model, learner, names, theta, hidden, mem, chunk, c, cfg.first_order)
+                total, theta, hidden, mem, held = unroll_plain(model, learner, names, theta, hidden, mem, chunk, c, cfg.first_order, cfg.flush_articles)
                 total.backward(); total = total.item()
             gnorm = torch.sqrt(sum(p.grad.square().sum() for p in learner.parameters() if p.grad is not None)).item()
             if math.isfinite(gnorm): opt.step(); learner.project()       # a non-finite meta-gradient would poison Adam's moments
+            lr_now = opt.param_groups[0]['lr']
+            if sched is not None: sched.step()
             loss = total / len(chunk)
             diverged = cfg.restart_loss is not None and not loss <= cfg.restart_loss   # NaN counts as diverged
             theta, hidden, mem = (c['theta0'], None, {}) if diverged else ([t.detach() for t in theta], detach(hidden), detach(mem))
-            hist.append(dict(step=step + 1, meta_loss=loss, grad_norm=gnorm, held_mb=held / 2**20,
+            hist.append(dict(step=step + 1, meta_loss=loss, grad_norm=gnorm, held_mb=held / 2**20, lr=lr_now,
                              time_s=time.perf_counter() - t0, restarted=diverged))
+            if measure(step + 1): hist[-1]['curve_ppl'] = curve(learner)
     model.zero_grad(set_to_none=True)
+    if curve0 is not None: hist[0]['curve_ppl0'] = curve0
     return hist
+
+def curve_stop(hist: list[dict], tail: float = 0.25, tol: float = 0.005) -> dict:
+    """Whether a meta-learning curve has converged: its relative change over the last `tail` of the steps below `tol`
+    ('converged') or not ('still improving' / 'getting worse'). The budget is fixed either way: this is its reading."""
+    pts = ([(0, hist[0]['curve_ppl0'])] if hist and 'curve_ppl0' in hist[0] else []) + [(h['step'], h['curve_ppl']) for h in hist if 'curve_ppl' in h]
+    if len(pts) < 3: return dict(stop='steps', curve='too few points')
+    cut = pts[-1][0] * (1 - tail)
+    ref = min(pts, key=lambda p: abs(p[0] - cut))[1]
+    rel = pts[-1][1] / ref - 1
+    return dict(stop='steps', curve='converged' if abs(rel) < tol else ('still improving' if rel < 0 else 'getting worse'),
+                curve_tail_change=rel, curve_first=pts[0][1], curve_last=pts[-1][1], curve_best=min(p[1] for p in pts))
 
 # %% ../nbs/13_meta_dynamic.ipynb #f5302997
 def tune_dyneval(model, data: Tensor, cfgs: list, stats: dict | None = None, articles=None) -> tuple[DynEvalConfig, list[float]]:
