@@ -17,13 +17,14 @@ from .evaluate import (evaluate, dynamic_evaluate, DynEvalConfig, dyneval_state,
                             grad_eval_mode, lm_windows, rms_update, sgd_update)
 
 # %% auto #0
-__all__ = ['BUCKET', 'FEATURES', 'GATES', 'METHODS', 'PARTS', 'META_VARIANTS', 'COMPARISONS', 'squash', 'buckets', 'flat',
-           'unflat', 'meta_constants', 'MetaConfig', 'MetaLearner', 'meta_update', 'no_update', 'recording',
-           'fisher_diagonal', 'MetaTrainConfig', 'saved_bytes', 'unroll_plain', 'unroll_checkpointed', 'rotate_stream',
-           'meta_train', 'curve_stop', 'tune_dyneval', 'peak_rss_mb', 'segment_starts', 'article_effects', 'smooth',
-           'topic_corpus', 'cap_vocab', 'first_articles', 'stream_prefix', 'stream_slice', 'CorpusExp', 'corpus_splits',
-           'LMExp', 'train_lm', 'CoreLMExp', 'core_lm', 'LMRef', 'load_lm', 'PrepExp', 'prepare', 'MethodExp',
-           'run_method', 'wt2_lm_config', 'scale_configs', 'method_specs', 'make_plan', 'by_seed', 'comparison']
+__all__ = ['BUCKET', 'FEATURES', 'GATES', 'METHODS', 'PARTS', 'META_VARIANTS', 'INITS', 'PILOT_LRS', 'META_BUDGET', 'COMPARISONS',
+           'squash', 'buckets', 'flat', 'unflat', 'meta_constants', 'MetaConfig', 'MetaLearner', 'meta_update',
+           'no_update', 'recording', 'fisher_diagonal', 'MetaTrainConfig', 'saved_bytes', 'unroll_plain',
+           'unroll_checkpointed', 'rotate_stream', 'meta_train', 'curve_stop', 'tune_dyneval', 'peak_rss_mb',
+           'segment_starts', 'article_effects', 'smooth', 'topic_corpus', 'cap_vocab', 'first_articles',
+           'stream_prefix', 'split_halves', 'stream_slice', 'CorpusExp', 'corpus_splits', 'LMExp', 'train_lm',
+           'CoreLMExp', 'core_lm', 'LMRef', 'load_lm', 'PrepExp', 'prepare', 'MethodExp', 'run_method', 'wt2_lm_config',
+           'scale_configs', 'method_specs', 'choose_budget', 'learning_specs', 'make_plan', 'by_seed', 'comparison']
 
 # %% ../nbs/13_meta_dynamic.ipynb #1d7361ff
 BUCKET = 1 << 21   # coordinates per bucket: on a CPU, allocations above ~8 MB cost several times more per element
@@ -55,7 +56,7 @@ def unflat(vs, shapes, groups) -> list[Tensor]:
 def meta_constants(state: dict,                 # the state `dynamic_evaluate` hands its `update` hook (method 'rms')
                    fisher: list | None = None,  # diagonal Fisher per parameter tensor (three-level model)
                    size: int = BUCKET,          # coordinates per bucket
-                   init: str = 'rms',           # 'rms': the gates scale Krause's per-coordinate rates; 'neutral': their medians, uniform
+                   init: str = 'rms',           # 'rms': the gates scale Krause's per-coordinate rates; 'neutral': uniform ones
                   ) -> dict:
     "θ₀, 1/(MS+ε), i₀ = η/(MS+ε), a₀ = λ·decrate (per bucket), η and F̂ from the dynamic-evaluation state: what the gates are scaled by."
     if state.get('MS') is None:
@@ -67,7 +68,10 @@ def meta_constants(state: dict,                 # the state `dynamic_evaluate` h
     c = dict(shapes=shapes, groups=groups, theta0=flat(state['theta0'], groups), r=r, i0=[state['lr'] * x for x in r],
              a0=[state['lam'] * d for d in flat(state['decrate'], groups)], lr=state['lr'])
     if init == 'neutral':   # plain SGD with a uniform decay to θ₀: no per-coordinate structure for the learner to start from
-        for k in ('i0', 'a0'): c[k] = [torch.full_like(x, float(torch.cat(c[k]).median())) for x in c[k]]
+        # the typical rate (the median: 1/(MS+ε) explodes where MS ≈ 0) and the mean decay (bounded by 1; its median is often 0,
+        # which would seal the COPY and FLUSH gates for good: they scale their base multiplicatively)
+        i0, a0 = float(torch.cat(c['i0']).median()), float(torch.cat(c['a0']).mean())
+        c['i0'], c['a0'] = [torch.full_like(x, i0) for x in c['i0']], [torch.full_like(x, a0) for x in c['a0']]
     elif init != 'rms': raise ValueError(f"unknown init {init!r}: use 'rms' or 'neutral'")
     if fisher is not None:
         Fb = flat(fisher, groups)
@@ -87,7 +91,7 @@ class MetaConfig:
     hidden: int = 0          # 0: linear gates (the paper's best); > 0: one hidden ReLU layer of this width per coordinate
     loss_ema: float = 0.9    # decay of the running mean that the loss feature is measured against
     closed_bias: float = -10.  # initial bias of a gate that starts shut (the 2-level COPY: 1 − f = a₀·e^−10 ≈ 5e-5·a₀)
-    init: str = field(default='rms', metadata={'key': 'if_set'})   # the rule at step 0: 'rms' (Krause's rates) or 'neutral' (uniform)
+    init: str = field(default='rms', metadata={'key': 'if_set'})   # the rule at step 0: 'rms' (Krause's rates) or 'neutral' (uniform: see `meta_constants`)
 
     def __post_init__(self):
         if self.levels not in (1, 2, 3): raise ValueError(f'levels must be 1, 2 or 3, got {self.levels}')
@@ -366,10 +370,12 @@ def _chunks(data, cfg: MetaTrainConfig, articles):
 
 def rotate_stream(data: Tensor, articles, start: int) -> tuple[Tensor, list | None]:
     "The stream read from `start` (an article start, when there are articles) to its end, then from its beginning."
-    if articles is not None and start not in articles: raise ValueError(f'{start} is not an article start')
-    n = len(data)
-    arts = None if articles is None else sorted([a - start for a in articles if a >= start] + [a + n - start for a in articles if a < start])
-    return torch.cat([data[start:], data[:start]]), arts
+    start, n = int(start), len(data)
+    if articles is None: return torch.cat([data[start:], data[:start]]), None
+    arts = [int(a) for a in articles]
+    if start not in arts: raise ValueError(f'{start} is not an article start')
+    rot = sorted([a - start for a in arts if a >= start] + [a + n - start for a in arts if a < start])
+    return torch.cat([data[start:], data[:start]]), torch.tensor(rot) if isinstance(articles, Tensor) else rot
 
 def meta_train(model,                      # the trained LM (θ₀ = its weights; restored afterwards)
                learner: MetaLearner,
@@ -505,6 +511,14 @@ def stream_prefix(data: Tensor, starts, n_tokens: int | None):
     "The first `n_tokens` of a stream and the article starts inside them."
     if n_tokens is None or n_tokens >= len(data): return data, starts
     return stream_slice(data, starts, 0, n_tokens)
+
+def split_halves(data: Tensor, starts):
+    "The stream cut in two at the article start nearest its middle (at the middle without articles): `((a, starts), (b, starts))`."
+    mid = len(data) // 2
+    if starts is not None and len(starts) > 1:
+        s = torch.as_tensor(starts)[1:]                 # not at 0: both halves hold text
+        mid = int(s[(s - mid).abs().argmin()])
+    return stream_slice(data, starts, 0, mid), stream_slice(data, starts, mid, len(data))
 
 def stream_slice(data: Tensor, starts, a: int, b: int):
     "Tokens `a` to `b` (exclusive) of a stream and the article starts inside them, counted from `a`."
@@ -642,6 +656,11 @@ class MethodExp:
     save_segments: bool = False        # write every test segment's loss to segments.json (Figure 2)
     copy_lam: float | None = field(default=None, metadata={'key': 'if_set'})  # 'meta': the λ that scales COPY/FLUSH (a₀ = λ·decrate)
                                        # when the start run has none (rms_free: λ = 0 would make the COPY gate inert); None: the start run's
+    valid_split: str = field(default='prefix', metadata={'key': 'if_set'})  # 'halves': meta-train on the first half of validation,
+                                       # make every choice (grid, meta lr) on the second, which also gives `val_ppl`
+    curve_tokens: int = field(default=0, metadata={'key': 'if_set'})       # 'meta' + halves: the learning curve's fixed text (the
+                                       # second half's first tokens), measured every `train.eval_every` steps
+    measure_init: bool = field(default=False, metadata={'key': 'if_set'})  # 'meta': also score the learner at step 0 (val and test)
 
 def _stats(folder: Path, device) -> tuple[dict, list, dict]:
     s = torch.load(folder/'stats.pt', weights_only=True)
@@ -649,33 +668,43 @@ def _stats(folder: Path, device) -> tuple[dict, list, dict]:
     return dict(MS=[m.to(device) for m in s['MS']], n_batches=s['n_batches']), [f.to(device) for f in s['fisher']], rec
 
 def run_method(cfg: MethodExp, seed: int, ctx: RunContext) -> dict:
-    "Tune or meta-train on the validation prefix, then score the test text: perplexity, time, memory (and per-segment losses)."
+    """Tune or meta-train on the validation prefix (`valid_split='halves'`: learn on the first half, choose on the second), then score
+    the test text: perplexity, time, memory (and per-segment losses)."""
     sp = corpus_splits(cfg.lm.corpus)
     model = load_lm(cfg.lm, ctx.dir.parent, ctx.device)
     stats, fisher, prep = _stats(ctx.dir.parent/cfg.prep, ctx.device)
-    (valid, varts), (test, tarts) = stream_prefix(*sp['valid'], cfg.valid_tokens), sp['test']
+    (test, tarts), choice = sp['test'], None
+    if cfg.valid_split == 'halves': (valid, varts), choice = split_halves(*sp['valid'])   # learn on one half, choose on the other
+    elif cfg.valid_split == 'prefix': valid, varts = stream_prefix(*sp['valid'], cfg.valid_tokens)
+    else: raise ValueError(f"valid_split must be 'prefix' or 'halves', got {cfg.valid_split!r}")
     out = dict(method=cfg.method)
     if cfg.method == 'static': dcfg, update = replace(cfg.dyn, method='sgd', lr=0.), no_update
     elif cfg.method in ('sgd', 'rms'):
         cands = [replace(cfg.dyn, method='sgd', lr=x) for x in cfg.grid] if cfg.method == 'sgd' else \
                 [replace(cfg.dyn, method='rms', lr=cfg.dyn.lr * x) for x in cfg.grid]
-        dcfg, ppls = tune_dyneval(model, valid, cands, stats, varts)
+        tune_text, tune_arts = choice if choice is not None else (valid, varts)
+        dcfg, ppls = tune_dyneval(model, tune_text, cands, stats, tune_arts)
         update = sgd_update if cfg.method == 'sgd' else rms_update
         out.update(lr=dcfg.lr, grid=list(cfg.grid), grid_valid_ppl=ppls, tuned_at_edge=len(cfg.grid) > 1 and dcfg.lr in (cands[0].lr, cands[-1].lr),
                    dyn=vars(dcfg))
     elif cfg.method == 'meta':
         dcfg = DynEvalConfig(**json.loads((ctx.dir.parent/cfg.rms_run/'record.json').read_text())['metrics']['dyn'])
         if cfg.copy_lam is not None: dcfg = replace(dcfg, lam=cfg.copy_lam)   # only a₀ reads λ: the update is the learner's
+        if cfg.train.flush_articles: dcfg = replace(dcfg, flush_articles=True)  # FLUSH at article starts when it reads, as when it learned
         params = [p for p in model.parameters() if p.requires_grad]
         F_ = fisher if cfg.meta.levels == 3 else None
         lrs = tuple(cfg.meta_lrs) or (cfg.train.lr,)
         if len(lrs) > 1 and cfg.holdout_tokens <= 0: raise ValueError('choosing among meta_lrs needs holdout_tokens > 0')
-        hold = stream_slice(*sp['valid'], cfg.valid_tokens, cfg.valid_tokens + cfg.holdout_tokens) if len(lrs) > 1 else None
+        hold = choice if choice is not None else (stream_slice(*sp['valid'], cfg.valid_tokens, cfg.valid_tokens + cfg.holdout_tokens) if len(lrs) > 1 else None)
+        curve_text = stream_prefix(*choice, cfg.curve_tokens) if choice is not None and cfg.curve_tokens else None
+        def curve(ln):   # the learning curve: the learner's perplexity on the fixed text
+            return dynamic_evaluate(model, curve_text[0], dcfg, stats=stats, update=meta_update(ln, F_), articles=curve_text[1])['ppl']
         rss0, cands, t_all = peak_rss_mb(), [], time.perf_counter()
         for lr in lrs:                                   # every candidate starts from the same gates (same seed)
             torch.manual_seed(seed); learner = MetaLearner(cfg.meta).to(ctx.device)
             t0 = time.perf_counter()
-            hist = meta_train(model, learner, valid, dyneval_state(dcfg, params, stats), replace(cfg.train, lr=lr), F_, varts)
+            hist = meta_train(model, learner, valid, dyneval_state(dcfg, params, stats), replace(cfg.train, lr=lr), F_, varts,
+                              curve=curve if curve_text else None, seed=seed)
             t_train = time.perf_counter() - t0
             for h in hist: ctx.log('meta', meta_lr=lr, **h)
             hp = dynamic_evaluate(model, hold[0], dcfg, stats=stats, update=meta_update(learner, F_), articles=hold[1])['ppl'] if hold else None
@@ -683,6 +712,7 @@ def run_method(cfg: MethodExp, seed: int, ctx: RunContext) -> dict:
         finite = lambda x: x if math.isfinite(x) else math.inf        # a diverged candidate (NaN) never wins
         best = min(cands, key=lambda c: finite(c['holdout_ppl'])) if hold else cands[0]
         learner, hist = best['learner'], best['hist']
+        if choice is not None: out.update(val_ppl=best['holdout_ppl'], curve_tokens=len(curve_text[0]) if curve_text else 0, **curve_stop(hist))
         if hold: out.update(meta_lr_grid=list(lrs), meta_lr_holdout_ppl=[c['holdout_ppl'] for c in cands], holdout_tokens=len(hold[0]),
                             meta_lr_restarts=[c['restarts'] for c in cands],
                             meta_tuning_time_s=time.perf_counter() - t_all)
@@ -692,11 +722,18 @@ def run_method(cfg: MethodExp, seed: int, ctx: RunContext) -> dict:
                    held_mb=max(h['held_mb'] for h in hist), theta_mb=sum(p.numel() * p.element_size() for p in params) / 2**20,
                    unroll=cfg.train.unroll, rss_before_mb=rss0, peak_rss_mb=peak_rss_mb(), learned=learner.summary(), dyn=vars(dcfg))
         update = meta_update(learner, F_)
+        if cfg.measure_init:   # the same learner at step 0: what meta-training changed, on the choice half and on test
+            torch.manual_seed(seed); l0 = MetaLearner(cfg.meta).to(ctx.device)
+            out.update(init_test_ppl=dynamic_evaluate(model, test, dcfg, stats=stats, update=meta_update(l0, F_), articles=tarts)['ppl'],
+                       init_val_ppl=dynamic_evaluate(model, choice[0], dcfg, stats=stats, update=meta_update(l0, F_), articles=choice[1])['ppl']
+                       if choice is not None else None)
     else: raise ValueError(f"unknown method {cfg.method!r}: use one of 'static', 'sgd', 'rms', 'meta'")
     losses = []
     t0 = time.perf_counter()
     r = dynamic_evaluate(model, test, dcfg, stats=stats, update=recording(update, losses), articles=tarts)
     t = time.perf_counter() - t0
+    if cfg.method in ('sgd', 'rms') and choice is not None: out['val_ppl'] = min(ppls)
+    if cfg.method == 'static' and choice is not None: out['val_ppl'] = dynamic_evaluate(model, choice[0], dcfg, update=no_update, articles=choice[1])['ppl']
     out.update(test_ppl=r['ppl'], test_loss=r['loss'], test_tokens=r['tokens'], eval_time_s=t, time_vs_static=t / prep['static_time_s'],
                static_test_ppl=prep['static_test_ppl'], vs_static_pct=100 * (r['ppl'] / prep['static_test_ppl'] - 1))
     if cfg.save_segments:
@@ -705,7 +742,7 @@ def run_method(cfg: MethodExp, seed: int, ctx: RunContext) -> dict:
     return out
 
 # %% ../nbs/13_meta_dynamic.ipynb #286a38ee
-PARTS = ('ptb', 'wt2', 'fig2', 'performance')
+PARTS = ('ptb', 'wt2', 'fig2', 'performance', 'pilot', 'learning')
 META_VARIANTS = {'meta1': MetaConfig(levels=1), 'meta2': MetaConfig(levels=2), 'meta3': MetaConfig(levels=3),
                  'meta3_mlp': MetaConfig(levels=3, hidden=4)}
 
@@ -733,6 +770,8 @@ def scale_configs(scale: str) -> dict:
                 sgd_grid=pick(scale, smoke=(0.1, 1.), default=(0.01, 0.03, 0.1, 0.3, 1., 3.)),
                 rms_grid=pick(scale, smoke=(1.,), default=(0.5, 1., 2., 4., 8.)),
                 meta_lrs=pick(scale, smoke=(1e-2, 1e-1), default=(1e-3, 1e-2)), holdout_tokens=pick(scale, smoke=100, default=5_000),
+                pilot_steps=pick(scale, smoke=4, cpu=500, default=1000), eval_every=pick(scale, smoke=2, cpu=25, default=50),
+                curve_tokens=pick(scale, smoke=200, default=10_000),
                 max_stats_batches=pick(scale, smoke=20, default=None), fisher_pieces=pick(scale, smoke=20, default=200))
 
 def method_specs(tag: str, lm: Spec, ref: LMRef, scale: str, seed: int) -> dict:
@@ -755,6 +794,36 @@ def method_specs(tag: str, lm: Spec, ref: LMRef, scale: str, seed: int) -> dict:
                                        train=replace(base.train, restart_loss=math.log(ref.model.vocab_size))), start)
     return out
 
+INITS = ('rms', 'neutral')       # where a learner starts: Krause's tuned rule, or a uniform one (what is learned is then visible)
+PILOT_LRS = (1e-3, 1e-2)         # the pilot's meta learning rates (constant), one learning curve each
+META_BUDGET: dict | None = None  # {'steps': .., 'lr': ..}: read off the pilot's curves by `choose_budget`, then fixed (None: not yet)
+
+def choose_budget(curves: dict, tol: float = 0.005) -> dict:
+    """The declared rule that fixes the meta-training budget from the pilot: `curves` = {meta lr: [(step, ppl on the curve text)]}.
+    The lr whose curve ends lowest; the first step at which that curve is within `tol` (relative) of its best."""
+    lr = min(curves, key=lambda k: min(p for _, p in curves[k]))
+    best = min(p for _, p in curves[lr])
+    return dict(lr=lr, steps=next(s for s, p in curves[lr] if p <= best * (1 + tol)))
+
+def learning_specs(tag: str, lm: Spec, ref: LMRef, scale: str, prep: Spec, seeds: list[int]) -> dict:
+    """The meta-learning comparison on one LM (its seed-0 weights): baselines tuned on the second half of validation, the pilot,
+    and, once `META_BUDGET` is fixed, each learner (1-3 levels) from each start (`INITS`) meta-trained at `seeds`."""
+    sc, did = scale_configs(scale), lm.data_id
+    half = dict(valid_split='halves', curve_tokens=sc['curve_tokens'], measure_init=True)
+    base = MethodExp(lm=ref, prep=prep.folder, valid_tokens=0, train=sc['train'], **half)
+    run = lambda name, cfg, seed, *needs: Spec(run_method, cfg, seed, name=f'{tag}_{name}', data_id=did, needs=(prep, *needs))
+    rms = run('h_rms', replace(base, method='rms', grid=sc['rms_grid']), seeds[0])
+    rms_free = run('h_rms_free', replace(base, method='rms', dyn=DynEvalConfig.paper(lam=0.), grid=sc['rms_grid']), seeds[0])
+    out = dict(static=run('h_static', replace(base, method='static'), seeds[0]), rms=rms, rms_free=rms_free)
+    mt = replace(sc['train'], restart_loss=math.log(ref.model.vocab_size), eval_every=sc['eval_every'], rotate=True)
+    meta = lambda levels, init, train: replace(base, method='meta', meta=MetaConfig(levels=levels, init=init, closed_bias=-2.), train=train,
+                                               rms_run=(rms if levels == 3 else rms_free).folder, copy_lam=rms.cfg.dyn.lam if levels == 2 else None)
+    out['pilot'] = [run(f'pilot_lr{lr:g}', meta(3, 'rms', replace(mt, steps=sc['pilot_steps'], lr=lr)), seeds[0], rms) for lr in PILOT_LRS]
+    out['learn'] = [] if META_BUDGET is None else [
+        run(f'learn{lv}_{init}', meta(lv, init, replace(mt, steps=META_BUDGET['steps'], lr=META_BUDGET['lr'], lr_schedule='cosine')), s,
+            rms if lv == 3 else rms_free) for lv in (1, 2, 3) for init in INITS for s in seeds]
+    return out
+
 def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Plan:
     "The runs of every part at `scale`."
     parts = {p: [] for p in PARTS}
@@ -772,6 +841,10 @@ def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Pla
             parts[tag] += [lm, *ms.values()]
             parts['performance'] += [ms[m] for m in METHODS if m in ms]
             if tag == 'wt2': parts['fig2'] += [ms[m] for m in ('static', 'meta1', 'meta2', 'meta3')]
+            if tag == 'wt2' and seed == seeds[0]:   # meta-learning: one LM, the learners meta-trained at every seed
+                ls = learning_specs(tag, lm, ref, scale, ms['prep'], seeds)
+                parts['pilot'] += [ls['rms'], *ls['pilot']]
+                parts['learning'] += [lm, ms['prep'], ls['static'], ls['rms'], ls['rms_free'], *ls['learn']]
     return awd.with_retired(Plan('meta_dynamic', scale, parts), make_plan, seeds, data_path)   # the former cpu recipe's runs stay found
 
 # %% ../nbs/13_meta_dynamic.ipynb #574c0887
