@@ -24,7 +24,8 @@ __all__ = ['BUCKET', 'FEATURES', 'GATES', 'METHODS', 'PARTS', 'META_VARIANTS', '
            'segment_starts', 'article_effects', 'smooth', 'topic_corpus', 'cap_vocab', 'first_articles',
            'stream_prefix', 'split_halves', 'stream_slice', 'CorpusExp', 'corpus_splits', 'LMExp', 'train_lm',
            'CoreLMExp', 'core_lm', 'LMRef', 'load_lm', 'PrepExp', 'prepare', 'MethodExp', 'run_method', 'wt2_lm_config',
-           'scale_configs', 'method_specs', 'choose_budget', 'learning_specs', 'make_plan', 'by_seed', 'comparison']
+           'scale_configs', 'method_specs', 'choose_budget', 'learning_specs', 'make_plan', 'learning_summary',
+           'by_seed', 'comparison']
 
 # %% ../nbs/13_meta_dynamic.ipynb #1d7361ff
 BUCKET = 1 << 21   # coordinates per bucket: on a CPU, allocations above ~8 MB cost several times more per element
@@ -771,7 +772,7 @@ def scale_configs(scale: str) -> dict:
                 rms_grid=pick(scale, smoke=(1.,), default=(0.5, 1., 2., 4., 8.)),
                 meta_lrs=pick(scale, smoke=(1e-2, 1e-1), default=(1e-3, 1e-2)), holdout_tokens=pick(scale, smoke=100, default=5_000),
                 pilot_steps=pick(scale, smoke=4, cpu=500, default=1000), eval_every=pick(scale, smoke=2, cpu=25, default=50),
-                curve_tokens=pick(scale, smoke=200, default=10_000),
+                curve_tokens=pick(scale, smoke=200, default=10_000), learn_seeds=pick(scale, smoke=[0, 1], default=[0, 1, 2]),
                 max_stats_batches=pick(scale, smoke=20, default=None), fisher_pieces=pick(scale, smoke=20, default=200))
 
 def method_specs(tag: str, lm: Spec, ref: LMRef, scale: str, seed: int) -> dict:
@@ -842,7 +843,7 @@ def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Pla
             parts['performance'] += [ms[m] for m in METHODS if m in ms]
             if tag == 'wt2': parts['fig2'] += [ms[m] for m in ('static', 'meta1', 'meta2', 'meta3')]
             if tag == 'wt2' and seed == seeds[0]:   # meta-learning: one LM, the learners meta-trained at every seed
-                ls = learning_specs(tag, lm, ref, scale, ms['prep'], seeds)
+                ls = learning_specs(tag, lm, ref, scale, ms['prep'], scale_configs(scale)['learn_seeds'])
                 parts['pilot'] += [ls['rms'], *ls['pilot']]
                 parts['learning'] += [lm, ms['prep'], ls['static'], ls['rms'], ls['rms_free'], *ls['learn']]
     return awd.with_retired(Plan('meta_dynamic', scale, parts), make_plan, seeds, data_path)   # the former cpu recipe's runs stay found
@@ -852,6 +853,33 @@ COMPARISONS = (('rms_vs_static_pct', 'rms', 'static'), ('sgd_vs_static_pct', 'sg
                ('meta1_vs_rms_pct', 'meta1', 'rms'), ('meta2_vs_rms_pct', 'meta2', 'rms'),
                ('meta1_vs_rms_free_pct', 'meta1', 'rms_free'), ('meta2_vs_rms_free_pct', 'meta2', 'rms_free'), ('meta3_vs_rms_pct', 'meta3', 'rms'),
                ('meta3_vs_static_pct', 'meta3', 'static'), ('mlp_vs_linear_pct', 'meta3_mlp', 'meta3'))
+
+def learning_summary(runs: dict, tag: str = 'wt2') -> dict:
+    """Record metrics of the meta-learning comparison from `{run name: {seed: metrics}}` (`by_seed`): per learner
+    (`learn<levels>_<init>`) its test and choice-half perplexity after meta-training and at step 0, and, paired by seed,
+    after − before (% of before), after − tuned RMS (% of RMS: the 3-level learner against RMS with decay, the others against
+    RMS without), and the gain of each level over the one below (after − before, in points of %)."""
+    out, gain = {}, {}
+    for lv in (1, 2, 3):
+        ref = runs.get(f'{tag}_h_rms' if lv == 3 else f'{tag}_h_rms_free', {}).get(0)
+        for init in INITS:
+            name, rs = f'learn{lv}_{init}', runs.get(f'{tag}_learn{lv}_{init}', {})
+            if not rs: continue
+            ms = list(rs.values())
+            out |= row_metrics(name, ms, [k for k in ('test_ppl', 'init_test_ppl', 'val_ppl', 'init_val_ppl') if all(k in m for m in ms)])
+            diffs = {'minus_init_test_pct': [100 * (m['test_ppl'] / m['init_test_ppl'] - 1) for m in ms],
+                     'minus_init_val_pct': [100 * (m['val_ppl'] / m['init_val_ppl'] - 1) for m in ms]}
+            if ref: diffs['vs_rms_pct'] = [100 * (m['test_ppl'] / ref['test_ppl'] - 1) for m in ms]
+            for k, xs in diffs.items():
+                mu, sd = mean_sd(xs); out |= {f'{name}/{k}': mu, f'{name}/{k}_std': sd, f'{name}/{k}_n': len(xs)}
+            gain[(lv, init)] = {s: 100 * (m['test_ppl'] / m['init_test_ppl'] - 1) for s, m in rs.items()}
+    for lo, hi in ((1, 2), (2, 3)):
+        for init in INITS:
+            a, b = gain.get((hi, init), {}), gain.get((lo, init), {})
+            xs = [a[s] - b[s] for s in a if s in b]
+            if xs: mu, sd = mean_sd(xs); out |= {f'level{hi}_minus_level{lo}_{init}': mu, f'level{hi}_minus_level{lo}_{init}_std': sd,
+                                                  f'level{hi}_minus_level{lo}_{init}_n': len(xs)}
+    return out
 
 def by_seed(res, specs) -> dict:
     "`{run name: {seed: metrics}}` of the finished runs among `specs`."
