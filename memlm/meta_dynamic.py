@@ -23,9 +23,9 @@ __all__ = ['BUCKET', 'FEATURES', 'GATES', 'METHODS', 'PARTS', 'META_VARIANTS', '
            'unroll_checkpointed', 'rotate_stream', 'meta_train', 'curve_stop', 'tune_dyneval', 'peak_rss_mb',
            'segment_starts', 'article_effects', 'smooth', 'topic_corpus', 'cap_vocab', 'first_articles',
            'stream_prefix', 'split_halves', 'stream_slice', 'CorpusExp', 'corpus_splits', 'LMExp', 'train_lm',
-           'CoreLMExp', 'core_lm', 'LMRef', 'load_lm', 'PrepExp', 'prepare', 'MethodExp', 'run_method', 'wt2_lm_config',
-           'scale_configs', 'method_specs', 'choose_budget', 'learning_specs', 'make_plan', 'learning_summary',
-           'by_seed', 'comparison']
+           'CoreLMExp', 'core_lm', 'LMRef', 'load_lm', 'PrepExp', 'prepare', 'MethodExp', 'run_method', 'SpeedExp',
+           'eval_speed', 'wt2_lm_config', 'scale_configs', 'method_specs', 'choose_budget', 'learning_specs',
+           'make_plan', 'learning_summary', 'by_seed', 'comparison']
 
 # %% ../nbs/13_meta_dynamic.ipynb #1d7361ff
 BUCKET = 1 << 21   # coordinates per bucket: on a CPU, allocations above ~8 MB cost several times more per element
@@ -742,8 +742,42 @@ def run_method(cfg: MethodExp, seed: int, ctx: RunContext) -> dict:
             bptt=dcfg.bptt, starts=segment_starts(len(test), dcfg.bptt, tarts), losses=[round(x, 5) for x in torch.stack(losses).tolist()])))
     return out
 
+# %% ../nbs/13_meta_dynamic.ipynb #44fe443e
+@dataclass
+class SpeedExp:
+    "Evaluation time of every update rule against static evaluation, on one model in one process."
+    corpus: str = 'ptb'
+    model: AWDLSTMConfig = field(default_factory=lambda: AWDLSTMConfig.awd_cpu(vocab_size=10_000, nlayers=2))
+    tokens: int = 4_000            # test tokens each method reads (batch 1)
+    stats_tokens: int = 20_000     # training tokens of the statistics pass
+    rounds: int = 3                # interleaved rounds; medians over them
+    threads: int | None = 1        # torch threads while measuring (None: the process's)
+    data_path: str | None = field(default=None, metadata={'key': False})
+
+def eval_speed(cfg: SpeedExp, seed: int, ctx: RunContext) -> dict:
+    "Median seconds of static, loop-only, SGD, RMS and meta-learned evaluation of the same text, and each ÷ static."
+    if cfg.threads: torch.set_num_threads(cfg.threads)
+    c = awd.lm_corpus(cfg.corpus, cfg.data_path)
+    torch.manual_seed(seed); model = AWDLSTM(cfg.model).to(ctx.device)
+    text = c.test[:cfg.tokens + 1]
+    dcfg = DynEvalConfig.paper()
+    stats = gradient_stats(model, c.train[:cfg.stats_tokens], dcfg.stats_batch_size, dcfg.stats_bptt)
+    fisher = [m.square() + 1e-12 for m in stats['MS']]
+    learner = MetaLearner(MetaConfig(levels=3)).to(ctx.device)
+    runs = {'static': lambda: evaluate(model, text, batch_size=1, bptt=70),
+            'loop': lambda: dynamic_evaluate(model, text, replace(dcfg, method='sgd', lr=0.), update=no_update),
+            'sgd': lambda: dynamic_evaluate(model, text, replace(dcfg, method='sgd', lr=0.3)),
+            'rms': lambda: dynamic_evaluate(model, text, dcfg, stats=stats),
+            'meta3': lambda: dynamic_evaluate(model, text, dcfg, stats=stats, update=meta_update(learner, fisher))}
+    ts = {k: [] for k in runs}
+    for _ in range(cfg.rounds):
+        for k, f in runs.items(): t0 = time.perf_counter(); f(); ts[k].append(time.perf_counter() - t0)
+    med = {k: sorted(v)[len(v) // 2] for k, v in ts.items()}
+    return dict({f'{k}_s': v for k, v in med.items()}, **{f'{k}_vs_static': v / med['static'] for k, v in med.items() if k != 'static'},
+                tokens=cfg.tokens, threads=torch.get_num_threads(), params=sum(p.numel() for p in model.parameters()))
+
 # %% ../nbs/13_meta_dynamic.ipynb #286a38ee
-PARTS = ('ptb', 'wt2', 'fig2', 'performance', 'pilot', 'learning')
+PARTS = ('ptb', 'wt2', 'fig2', 'performance', 'pilot', 'learning', 'speed')
 META_VARIANTS = {'meta1': MetaConfig(levels=1), 'meta2': MetaConfig(levels=2), 'meta3': MetaConfig(levels=3),
                  'meta3_mlp': MetaConfig(levels=3, hidden=4)}
 
@@ -846,6 +880,10 @@ def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Pla
                 ls = learning_specs(tag, lm, ref, scale, ms['prep'], scale_configs(scale)['learn_seeds'])
                 parts['pilot'] += [ls['rms'], *ls['pilot']]
                 parts['learning'] += [lm, ms['prep'], ls['static'], ls['rms'], ls['rms_free'], *ls['learn']]
+    sp = SpeedExp(corpus=pick(scale, smoke='synthetic', default='ptb'), data_path=data_path, tokens=pick(scale, smoke=300, default=4_000),
+                  stats_tokens=pick(scale, smoke=2_000, default=20_000), rounds=pick(scale, smoke=1, default=3),
+                  model=pick(scale, smoke=AWDLSTMConfig.tiny(64, nlayers=2, emsize=16, nhid=32), default=SpeedExp().model))
+    parts['speed'] = [Spec(eval_speed, sp, seeds[0], name='speed', data_id=data_identity(sp.corpus))]
     return awd.with_retired(Plan('meta_dynamic', scale, parts), make_plan, seeds, data_path)   # the former cpu recipe's runs stay found
 
 # %% ../nbs/13_meta_dynamic.ipynb #574c0887
