@@ -12,7 +12,7 @@ from .experiment import Plan, Spec, execute, load_record, paper_plan, ckpt_home,
 from .registry import results_dir
 
 # %% auto #0
-__all__ = ['PRIORITY', 'MAX_FILES', 'MAX_BYTES', 'pending', 'run_campaign', 'pack', 'unpack']
+__all__ = ['PRIORITY', 'MAX_FILES', 'MAX_BYTES', 'device_kind', 'pending', 'run_campaign', 'pack', 'unpack']
 
 # %% ../nbs/08a_campaign.ipynb #e15cc759
 # (paper, scale, parts): the order a GPU machine spends its time in
@@ -26,16 +26,37 @@ PRIORITY = (
     ('short_attention', 'gpu', ('table1',)),
     ('dynamic_skip', 'gpu', ('ptb',)))
 
-def pending(items, seeds=(0, 1, 2), data_path: str | None = None) -> list[tuple[Plan, Spec]]:
-    "The runs not yet done, in priority order: `items` are `(paper, scale, parts)` or `(Plan, parts)`."
+def device_kind(device: str | None) -> str:
+    "'cpu' or 'gpu' from a device name as records hold it ('cpu', 'cuda', 'NVIDIA H100 80GB HBM3', ...)."
+    return 'cpu' if not device or device.lower().startswith('cpu') else 'gpu'
+
+def _trained_on(d: Path) -> str | None:
+    "The device kind a run's record says it trained on (None: no record, or unreadable)."
+    try: rec = load_record(d)
+    except CorruptRecordError: return None
+    return device_kind(rec.get('provenance', {}).get('device')) if rec else None
+
+def pending(items, seeds=(0, 1, 2), data_path: str | None = None, device: str | None = None,
+            pinned: list | None = None) -> list[tuple[Plan, Spec]]:
+    """The runs not yet done, in priority order: `items` are `(paper, scale, parts)` or `(Plan, parts)`. With `device`: only the
+    runs whose comparison partners (the item's runs of the same seed) have trained on none or on the same kind of device, so
+    that both arms of a seed train on one kind; the others go to `pinned` as `(folder, kind they need)`."""
     out, seen = [], set()
     for it in items:
         plan, parts = (it[0], it[1]) if isinstance(it[0], Plan) else (paper_plan(it[0], it[1], list(seeds), data_path), list(it[2]))
-        for s in plan.specs([p for p in parts if p in plan.parts]):
+        specs = plan.specs([p for p in parts if p in plan.parts])
+        kinds = {}                                                         # seed -> kinds its runs trained on
+        for s in specs: kinds.setdefault(s.seed, set()).update({k} if (k := _trained_on(plan.dir(s))) else set())
+        for s in specs:
             d = plan.dir(s)
             try: done = (load_record(d) or {}).get('status') == 'done'
             except CorruptRecordError: done = False
-            if not done and d not in seen: seen.add(d); out.append((plan, s))
+            if done or d in seen: continue
+            other = kinds[s.seed] - {_trained_on(d)} if _trained_on(d) else kinds[s.seed]
+            if device is not None and other and device_kind(device) not in other:
+                if pinned is not None: pinned.append((s.folder, ', '.join(sorted(other))))
+                continue
+            seen.add(d); out.append((plan, s))
     return out
 
 # %% ../nbs/08a_campaign.ipynb #67cbaa3d
@@ -54,8 +75,10 @@ def run_campaign(items=PRIORITY, *, budget_s: float = 540., workers: int = 4, de
     device = device or ('cuda' if torch.cuda.is_available() else 'cpu')
     t0 = time.time(); deadline = t0 + budget_s - margin_s
     threads = threads or max(1, (os.cpu_count() or 1) // workers)     # the host's cores shared by the runs, no oversubscription
-    todo = pending(items, seeds, data_path)
-    log(f'campaign: {len(todo)} pending runs, {workers} at a time on {device}, deadline in {deadline - t0:.0f} s')
+    pinned = []
+    todo = pending(items, seeds, data_path, device=device, pinned=pinned)
+    log(f'campaign: {len(todo)} pending runs, {workers} at a time on {device}, deadline in {deadline - t0:.0f} s'
+        + (f'; {len(pinned)} left to another kind of device, where their partners of the same seed trained' if pinned else ''))
     out = dict(done=[], incomplete=[], failed={}, not_started=[], dirs=[])
     running, left = {}, list(todo)
     ctx = mp.get_context('spawn')
