@@ -12,14 +12,14 @@ from .models import eval_mode
 from .tagging import NERBatch, NEROut
 
 # %% auto #0
-__all__ = ['LAYERS', 'NUMBER_ROWS', 'AUTHORS_RL', 'PREPOSITIONS', 'GLOVE_URL', 'PARTS', 'RingBuffer', 'SkipPolicy',
-           'SkipRecurrence', 'SkipTrace', 'SkipLSTM', 'lstm_from', 'reward_to_go', 'leave_one_out', 'returns',
-           'reinforce_loss', 'Reinforce', 'LSTMLayer', 'make_layer', 'SeqClassifier', 'pad_crop', 'classifier_reward',
-           'lm_reward', 'ner_reward', 'grad_norms_over_time', 'NumberExp', 'number_data', 'classify_eval',
-           'number_model', 'train_number', 'trained_number', 'Fig4Exp', 'fig4_grad_norms', 'PTBExp', 'ptb_model',
-           'train_ptb', 'skip_arcs', 'Fig6Exp', 'fig6_skips', 'NERExp', 'load_glove', 'conll_data', 'sgd_momentum',
-           'train_ner', 'IMDBExp', 'imdb_root', 'imdb_data', 'imdb_splits', 'train_imdb', 'ThroughputExp',
-           'skip_throughput', 'missing_data', 'make_plan']
+__all__ = ['LAYERS', 'NUMBER_ROWS', 'AUTHORS_RL', 'PREPOSITIONS', 'GLOVE_URL', 'PARTS', 'NER_PILOT_EPOCHS', 'NER_EPOCHS',
+           'RingBuffer', 'SkipPolicy', 'SkipRecurrence', 'SkipTrace', 'SkipLSTM', 'lstm_from', 'reward_to_go',
+           'leave_one_out', 'returns', 'reinforce_loss', 'Reinforce', 'LSTMLayer', 'make_layer', 'SeqClassifier',
+           'pad_crop', 'classifier_reward', 'lm_reward', 'ner_reward', 'grad_norms_over_time', 'NumberExp',
+           'number_data', 'classify_eval', 'number_model', 'train_number', 'trained_number', 'Fig4Exp',
+           'fig4_grad_norms', 'PTBExp', 'ptb_model', 'train_ptb', 'skip_arcs', 'Fig6Exp', 'fig6_skips', 'NERExp',
+           'load_glove', 'conll_data', 'sgd_momentum', 'train_ner', 'choose_ner_epochs', 'IMDBExp', 'imdb_root',
+           'imdb_data', 'imdb_splits', 'train_imdb', 'ThroughputExp', 'skip_throughput', 'missing_data', 'make_plan']
 
 # %% ../nbs/14_dynamic_skip.ipynb #63611d90
 class RingBuffer:
@@ -684,8 +684,16 @@ def train_ner(cfg: NERExp, seed: int, ctx: RunContext) -> dict:
     hist = ctx.fit(model, task, tcfg, extra_loss=Reinforce(ner_reward) if cfg.kind == 'dynamic' else None,
                    make_optimizer=functools.partial(sgd_momentum, momentum=cfg.momentum))
     d, t = ner_f1(model, dev, v), ner_f1(model, te, v)
+    n_tok, secs = sum(len(ex['words']) for ex in tr), [h['time_s'] for h in hist]
     return dict(dev_f1=d['f1'], test_f1=t['f1'], test_precision=t['precision'], test_recall=t['recall'],
-                epochs=len(hist), train_time_s=sum(h['time_s'] for h in hist))
+                epochs=len(hist), train_time_s=sum(secs), sec_per_epoch=sum(secs) / len(secs), train_tokens_per_s=n_tok * len(secs) / sum(secs),
+                best_epoch=max(hist, key=lambda h: h.get('val_f1', -1))['epoch'] if hist else None)
+
+def choose_ner_epochs(dev_f1: list[float], gain: float = 0.2) -> int:
+    """The declared rule that fixes Table 2's epochs from the BiLSTM-CNN-CRF pilot's dev F1 curve (epoch 1 first): the first
+    epoch E after which no later epoch beats the best so far by `gain` F1 or more, so that no run is still improving at its end."""
+    best = [max(dev_f1[:i + 1]) for i in range(len(dev_f1))]
+    return next(e + 1 for e in range(len(dev_f1)) if max(dev_f1[e:], default=-1) < best[e] + gain)
 
 # %% ../nbs/14_dynamic_skip.ipynb #d4fb2cf4
 @dataclass
@@ -770,17 +778,20 @@ def skip_throughput(cfg: ThroughputExp, seed: int, ctx: RunContext) -> dict:
     return tp | {f'lm_H{H}/dynamic_tokens_per_s': lm['tokens_per_s'], f'lm_H{H}/lstm_tokens_per_s': lm['ref_tokens_per_s'], f'lm_H{H}/ratio': lm['ratio']}
 
 # %% ../nbs/14_dynamic_skip.ipynb #d1ddb076
-PARTS = ('throughput', 'number', 'number_long', 'number_offset', 'number_offset_long', 'ptb', 'ner', 'imdb', 'figures')
+PARTS = ('throughput', 'number', 'number_long', 'number_offset', 'number_offset_long', 'ptb', 'ner_schedule', 'ner', 'imdb', 'figures')
 
 def missing_data(parts, scale: str, data_path: str | None = None) -> dict:
     "The parts among `parts` whose data cannot be had here, with why (CoNLL-2003 and IMDB cannot be downloaded)."
     if scale == 'smoke': return {}                       # fixtures and generated data
     out = {}
-    if 'ner' in parts and not has_corpus('conll2003', data_path):
+    if {'ner', 'ner_schedule'} & set(parts) and not has_corpus('conll2003', data_path):
         out['ner'] = f'CoNLL-2003 not found under {data_dir(data_path)}/conll2003 (eng.train, eng.testa, eng.testb)'
     if 'imdb' in parts and imdb_root(data_path) is None:
         out['imdb'] = f'IMDB is not available ({data_dir(data_path)}/aclImdb missing): download {IMDB_URL} and extract it there'
     return out
+
+NER_PILOT_EPOCHS = 80          # the schedule pilot's length (the lr divided by 1.05 every epoch: lr/50 by its end)
+NER_EPOCHS: int | None = None  # Table 2's fixed number of epochs, as `choose_ner_epochs` reads it off the pilot (None: not yet)
 
 def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Plan:
     "The runs of every part at `scale`."
@@ -809,11 +820,16 @@ def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Pla
     parts['ptb'] = [Spec(train_ptb, replace(ptbc, kind=k), s, name=f'ptb_{k}', data_id=ptb_id)
                     for k in LAYERS for s in seeds[:pick(scale, smoke=1, cpu=2, default=len(seeds))]]
 
-    nerc = pick(scale, smoke=NERExp(corpus='fixture', hidden=12, word_dim=16, epochs=1, patience=0), cpu=NERExp(epochs=100, patience=10), default=NERExp())
+    nerc = pick(scale, smoke=NERExp(corpus='fixture', hidden=12, word_dim=16, epochs=2, patience=None), cpu=NERExp(patience=None), default=NERExp())
     nerc = replace(nerc, data_path=data_path)
-    n_ner = pick(scale, smoke=dict.fromkeys(LAYERS, 1), cpu={**dict.fromkeys(LAYERS, 1), 'lstm': 2, 'dynamic': 2}, default=dict.fromkeys(LAYERS, len(seeds)))
-    parts['ner'] = [Spec(train_ner, replace(nerc, kind=k), s, name=f'ner_{k}', data_id=data_identity(nerc.corpus))
-                    for k in LAYERS for s in seeds[:n_ner[k]]]
+    ner_id = data_identity(nerc.corpus)
+    # the schedule: one BiLSTM-CNN-CRF run, long and without early stopping; its dev curve fixes every Table 2 run's epochs
+    parts['ner_schedule'] = [Spec(train_ner, replace(nerc, kind='lstm', epochs=pick(scale, smoke=3, default=NER_PILOT_EPOCHS)), s0,
+                                  name='ner_pilot', data_id=ner_id)] if scale in ('smoke', 'cpu') else []
+    n_ner = pick(scale, cpu={**dict.fromkeys(LAYERS, 1), 'lstm': 3, 'dynamic': 3}, default=dict.fromkeys(LAYERS, len(seeds)))
+    ner_epochs = pick(scale, smoke=2, cpu=NER_EPOCHS, default=nerc.epochs)
+    parts['ner'] = [] if ner_epochs is None else [Spec(train_ner, replace(nerc, kind=k, epochs=ner_epochs), s, name=f'ner_{k}', data_id=ner_id)
+                                                  for k in LAYERS for s in seeds[:n_ner[k]]]
 
     imdbc = pick(scale, smoke=IMDBExp(corpus='fixture', max_len=12, min_count=1, emb=8, hidden=8, epochs=1),
                  cpu=IMDBExp(epochs=5), default=IMDBExp())
