@@ -4,16 +4,17 @@
 
 # %% ../nbs/20_context_probe.ipynb #59e6a53f
 from __future__ import annotations
-import math
+import contextlib, math
 from dataclasses import dataclass
 import torch
 from torch import Tensor
-from .models import eval_mode, detach
+from torch import nn
+from .models import eval_mode, detach, AWDLSTM, LSTMLM, FusedLSTMLM
 from .evaluate import lm_windows, model_device
 
 # %% auto #0
-__all__ = ['FUNCTION_WORDS', 'ProbeConfig', 'token_nll', 'sample_targets', 'perturb', 'window_nll', 'word_classes', 'probe',
-           'copy_gain', 'cache_nll', 'cache_ppl']
+__all__ = ['FUNCTION_WORDS', 'ProbeConfig', 'token_nll', 'sample_targets', 'perturb', 'last_step_head', 'window_nll',
+           'word_classes', 'probe', 'copy_gain', 'cache_nll', 'cache_ppl']
 
 # %% ../nbs/20_context_probe.ipynb #43610ede
 @dataclass
@@ -64,10 +65,26 @@ def perturb(ctx: Tensor, d: int, kind: str, gen: torch.Generator, pool: Tensor) 
     else: raise ValueError(f"unknown perturbation {kind!r}: use 'drop', 'shuffle' or 'replace'")
     return torch.cat([far, ctx[:, W - d:]], 1)
 
+class _LastStep(nn.Module):
+    "A per-step output head applied to the last time step only."
+    def __init__(self, head: nn.Module): super().__init__(); self.inner = head
+    def forward(self, h: Tensor) -> Tensor: return self.inner(h[-1:])
+
+@contextlib.contextmanager
+def last_step_head(model):
+    """Within the block, a core LM (`AWDLSTM`, `LSTMLM`, `FusedLSTMLM`: their head reads each step alone) decodes only the last
+    time step, so `logp` is `[1, B, V]`: the probe needs one prediction per window, not a softmax at all 300 positions. Other
+    models (heads that mix steps, buffers) are left as they are."""
+    if type(model) not in (AWDLSTM, LSTMLM, FusedLSTMLM): yield; return
+    head = model.head
+    model.head = _LastStep(head)
+    try: yield
+    finally: model.head = head
+
 @torch.no_grad()
 def window_nll(model, ctx: Tensor, target: Tensor) -> Tensor:
     "NLL of `target[B]` after the model reads `ctx[B, L]` from a zero state."
-    with eval_mode(model):
+    with eval_mode(model), last_step_head(model):
         dev = model_device(model)
         o = model(ctx.t().contiguous().to(dev), None)
         return -o.logp[-1].gather(-1, target.to(dev).unsqueeze(-1)).squeeze(-1).cpu()
@@ -92,12 +109,14 @@ def probe(model, data: Tensor, cfg: ProbeConfig = ProbeConfig(), train: Tensor |
     tgt = data[pos]
     classes = word_classes(tgt, train if train is not None else data, itos)
     gen = torch.Generator().manual_seed(cfg.seed + 1)
-    curves = {}
+    curves, intact = {}, None
+    score = lambda d, kind: torch.cat([window_nll(model, perturb(torch.stack([data[t - cfg.window:t] for t in pos[i:i + cfg.batch_size]]), d, kind, gen, data),
+                                                  tgt[i:i + cfg.batch_size]) for i in range(0, len(pos), cfg.batch_size)])
     for kind in cfg.kinds:
         curves[kind] = {c: {} for c in classes}
         for d in cfg.ds:
-            nll = torch.cat([window_nll(model, perturb(torch.stack([data[t - cfg.window:t] for t in pos[i:i + cfg.batch_size]]), d, kind, gen, data),
-                                        tgt[i:i + cfg.batch_size]) for i in range(0, len(pos), cfg.batch_size)])
+            if d >= cfg.window: intact = nll = intact if intact is not None else score(d, kind)   # nothing perturbed: scored once
+            else: nll = score(d, kind)
             for c, m in classes.items():
                 if m.any(): curves[kind][c][d] = float(100 * (nll[m].mean() / ref[m].mean() - 1))
     first_below = lambda cur: next((d for d in cfg.ds if cur.get(d, math.inf) < cfg.threshold_pct), None)
