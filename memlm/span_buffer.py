@@ -16,13 +16,14 @@ from .train import TrainConfig, LMTask, load_model
 from .evaluate import evaluate, lm_windows, focus_windows, dynamic_evaluate, DynEvalConfig, gradient_stats, model_device
 
 # %% auto #0
-__all__ = ['POLICIES', 'REWARD_FORMS', 'PARTS', 'SCREEN_ETAS', 'CPU_ETA', 'ETA_READINGS', 'SYNTH_DIAGNOSTICS', 'RECALL_VARIANTS',
-           'SNBConfig', 'span_diffs', 'slot_index', 'slot_mask', 'slot_windows', 'tanh_scores', 'SpanBuffer',
-           'gate_logprobs', 'interpolate', 'mix', 'SNBState', 'SNBAux', 'SpanBufferLM', 'snb_settings',
-           'intrinsic_reward', 'reward_term', 'snb_extra_loss', 'SNBTask', 'snb_evaluate', 'attention_snapshot',
-           'SynthConfig', 'RecallConfig', 'lm_corpus', 'SNBExp', 'build_lm', 'train_lm', 'trained_lm', 'DynEvalExp',
-           'dyneval_lm', 'SnapshotExp', 'snapshot_lm', 'MixtureFloorLM', 'WholeMixtureLM', 'ThroughputExp',
-           'reward_grad_ratio', 'snb_throughput', 'screen_specs', 'lm_configs', 'make_plan']
+__all__ = ['POLICIES', 'REWARD_FORMS', 'PARTS', 'SCREEN_ETAS', 'FORM_ETAS', 'READING', 'CLIP_EXTRA', 'CPU_ETA', 'ETA_READINGS',
+           'SYNTH_DIAGNOSTICS', 'RECALL_VARIANTS', 'SNBConfig', 'span_diffs', 'slot_index', 'slot_mask', 'slot_windows',
+           'tanh_scores', 'SpanBuffer', 'gate_logprobs', 'interpolate', 'mix', 'SNBState', 'SNBAux', 'SpanBufferLM',
+           'snb_settings', 'intrinsic_reward', 'reward_term', 'snb_extra_loss', 'SNBTask', 'snb_evaluate',
+           'attention_snapshot', 'SynthConfig', 'RecallConfig', 'lm_corpus', 'SNBExp', 'build_lm', 'train_lm',
+           'trained_lm', 'DynEvalExp', 'dyneval_lm', 'SnapshotExp', 'snapshot_lm', 'MixtureFloorLM', 'WholeMixtureLM',
+           'ThroughputExp', 'reward_grad_ratio', 'snb_throughput', 'screen_specs', 'form_specs', 'lm_configs',
+           'make_plan']
 
 # %% ../nbs/10_span_buffer.ipynb #62399e8a
 POLICIES = ('gate', 'rnn', 'buffer', 'oracle')   # evaluation policies: Eq. 9 with the gate; λ≡0; λ≡1; max(p, q) (a bound)
@@ -612,7 +613,7 @@ def snb_throughput(cfg: ThroughputExp, seed: int, ctx: RunContext) -> dict:
     return out
 
 # %% ../nbs/10_span_buffer.ipynb #05a936b5
-PARTS = ('lm', 'dynamic_eval', 'ablations', 'readings', 'sweep', 'synthetic', 'recall', 'wt2', 'figures', 'throughput', 'screen')
+PARTS = ('lm', 'dynamic_eval', 'ablations', 'readings', 'sweep', 'synthetic', 'recall', 'wt2', 'figures', 'throughput', 'screen', 'forms')
 SCREEN_ETAS = (1., 0.3, 0.1, 0.03)   # the reward-reading screen: each form at each eta, one seed, a few epochs at the trunk's lr
 
 def screen_specs(main: Spec, epochs: int) -> list[Spec]:
@@ -621,6 +622,25 @@ def screen_specs(main: Spec, epochs: int) -> list[Spec]:
                 lr_milestones=())   # the same runs whatever schedule the recipe chose
     return [Spec(train_lm, replace(main.cfg, train=t, snb=replace(main.cfg.snb, reward_form=f, eta=e)), main.seed, name=f'screen_{f}_eta{e:g}',
                  data_id=main.data_id) for f in REWARD_FORMS for e in SCREEN_ETAS]
+FORM_ETAS: dict | None = None   # each reward form's eta: its best of the screen on validation (`screen_readings`; None: screen unfinished)
+READING: tuple | None = None    # (reward form, eta) of every cpu +SNB run: the full-length form run with the lowest validation ppl (None: not chosen)
+CLIP_EXTRA = 0.25               # the clipping reading: the policy's gradient clipped to this norm on its own (AWD-LSTM's clip, the LM's)
+
+def _printed(main: Spec, scale: str) -> Spec:
+    "The +SNB run as printed (reward r log λ at `CPU_ETA`) whatever reading is chosen: the form runs differ from it in the form alone."
+    return replace(main, cfg=replace(main.cfg, snb=replace(main.cfg.snb, reward_form='log', eta=CPU_ETA))) if scale == 'cpu' else main
+
+def form_specs(main: Spec, reading: tuple | None) -> list[Spec]:
+    """Each reward form at its screened eta, full length on the core's recipe, one seed (`FORM_ETAS`); once the reading is chosen,
+    that form once more with the policy's gradient clipped apart from the LM's (`TrainConfig.clip_extra`), as a one-seed reading."""
+    if FORM_ETAS is None: return []
+    forms = [Spec(train_lm, replace(main.cfg, snb=replace(main.cfg.snb, reward_form=f, eta=e)), main.seed, name=f'form_{f}', data_id=main.data_id)
+             for f, e in FORM_ETAS.items()]
+    if reading is None: return forms
+    f, e = reading
+    return forms + [Spec(train_lm, replace(main.cfg, snb=replace(main.cfg.snb, reward_form=f, eta=e), train=replace(main.cfg.train, clip_extra=CLIP_EXTRA)),
+                         main.seed, name=f'form_{f}_clip', data_id=main.data_id)]
+
 CPU_ETA = 0.1   # eta of the cpu +SNB runs: the lowest validation perplexity of eta in {1, 0.1, 0} (part 'readings', see 'Which spans')
 ETA_READINGS = {'eta1': 1., 'eta0.1': 0.1}   # the readings part trains the one of these that the full model does not use
 SYNTH_DIAGNOSTICS = {   # the +SNB variants beside the long-range check: tag -> (run name, change from the checked +SNB, what it is)
@@ -670,6 +690,7 @@ def lm_configs(scale: str, corpus: str = 'ptb', data_path: str | None = None) ->
             soft = core.awd_configs('cpu')[0].model                   # the core's cpu AWD-LSTM (2 layers 200 -> 400 -> 200)
             mos = AWDLSTMConfig.mos_cpu(vocab_size=soft.vocab_size, nlayers=soft.nlayers, n_experts=3)
             snb = SNBConfig(span_len=8, buffer_size=512, attn_size=64, eta=CPU_ETA)
+            if READING is not None: snb = replace(snb, reward_form=READING[0], eta=READING[1])   # the chosen reward reading
         else:
             soft, mos = (AWDLSTMConfig.awd_wt2(), AWDLSTMConfig.mos_wt2()) if wt2 else (AWDLSTMConfig.awd_ptb(), AWDLSTMConfig.mos_ptb())
             snb = SNBConfig(span_len=4, buffer_size=512, train_temp=10., eval_temp=0.01) if wt2 else SNBConfig()   # Table 5
@@ -747,5 +768,6 @@ def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Pla
         'lm': [s for v in lms.values() for s in v], 'dynamic_eval': des, 'ablations': ablations, 'readings': readings, 'sweep': sweep,
         'synthetic': syn, 'recall': recall, 'wt2': [s for v in wt2.values() for s in v] + _de_specs(wt2, scale, ''), 'figures': [fig5],
         'throughput': [Spec(snb_throughput, tp, seeds[0], name='throughput', data_id=data_identity(cfgs['awd'].corpus))],
-        'screen': screen_specs(main, pick(scale, smoke=1, default=3)) if scale in ('smoke', 'cpu') else []})
+        'screen': screen_specs(main, pick(scale, smoke=1, default=3)) if scale in ('smoke', 'cpu') else [],
+        'forms': form_specs(_printed(main, scale), READING) if scale == 'cpu' else []})
     return core.with_retired(plan, make_plan, seeds, data_path)   # the runs of the former cpu recipe stay found
