@@ -20,7 +20,10 @@ PRIORITY = (
     ('awd_lstm', 'cpu', ('schedule', 'lm', 'dynamic_eval')),        # the core's fixed-schedule recipe and its seeds (verdicts issue)
     ('phrase_induction', 'cpu', ('table1', 'ablations')),           # phrase induction re-decided on that recipe
     ('span_buffer', 'cpu', ('screen',)),                            # the span buffer's reward readings (one seed, 3 epochs each)
+    ('span_buffer', 'cpu', ('forms',)),                             # each reward reading at full length, then the clipping reading
     ('span_buffer', 'cpu', ('lm', 'dynamic_eval')),                 # span buffer Table 1 on the chosen reward reading
+    ('dynamic_skip', 'cpu', ('ner_schedule',)),                     # the NER schedule pilot, then Table 2 on the schedule it fixes
+    ('dynamic_skip', 'cpu', ('ner',)),
     ('span_buffer', 'gpu', ('lm',)),                                # then the gpu-scale effect claims
     ('phrase_induction', 'gpu', ('table1',)),
     ('short_attention', 'gpu', ('table1',)),
