@@ -78,6 +78,7 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument('--workers', default=1, type=positive_int)
     r.add_argument('--time-limit', default=None, type=time_limit)
     r.add_argument('--executor', default='process', type=choice(EXECUTORS, 'executor'))
+    r.add_argument('--rerun', action='store_true', help='train the named runs again even where a record exists (their weights are elsewhere)')
     s = sub.add_parser('status', help="what a paper's plan has done and has left")
     common(s)
     c = sub.add_parser('check', help="check make reproduce's arguments and write papermill's parameters")
@@ -138,7 +139,7 @@ def main(argv=None) -> int:
     if a.cmd == 'run':
         try: X.paper_plan(a.paper, a.scale, a.seeds, data).select(a.runs)       # names and seeds, before any work
         except ValueError as e: raise SystemExit(f'error: {e}') from None
-        res = X.run_named(a.paper, a.scale, a.runs, workers=a.workers, time_limit_s=a.time_limit, data_path=data, seeds=a.seeds, executor=a.executor)
+        res = X.run_named(a.paper, a.scale, a.runs, workers=a.workers, time_limit_s=a.time_limit, data_path=data, seeds=a.seeds, executor=a.executor, rerun=a.rerun)
         return 0 if not res.corrupt else 1
     if a.cmd == 'status': print(X.plan_status(a.paper, a.scale, a.seeds, data_path=data)); return 0
     if a.cmd == 'check': _check_reproduce(a); return 0

@@ -548,16 +548,17 @@ def paper_plan(paper: str, scale: str, seeds: list[int], data_path: str | None =
     return importlib.import_module(f'memlm.{paper}').make_plan(scale, seeds, data_path)
 
 def run_named(paper: str, scale: str, items: list[str], workers: int = 1, time_limit_s: float | None = None,
-              data_path: str | None = None, seeds: list[int] | None = None, executor: str = 'process') -> Results:
+              data_path: str | None = None, seeds: list[int] | None = None, executor: str = 'process', rerun: bool = False) -> Results:
     """Run the runs `'name:seed'` of `memlm.<paper>`'s plan at `scale`, built for `seeds` (None: the seeds named), so that a seed
-    the plan does not have is refused; `executor` 'local' or 'slurm' submits them as submitit jobs (`memlm.cluster`)."""
+    the plan does not have is refused; `executor` 'local' or 'slurm' submits them as submitit jobs (`memlm.cluster`). `rerun`: train
+    the named runs again even where they have a record (a finished run whose weights are not on this machine)."""
     plan = paper_plan(paper, scale, sorted(set(seeds)) if seeds is not None else sorted({seed for _, seed in map(_run_item, items)}), data_path)
     sel = plan.select(items)
     if executor in ('local', 'slurm'):
         from memlm.cluster import submit_plan
         return submit_plan(sel, executor=executor)
     if executor != 'process': raise ValueError(f"unknown executor {executor!r}: use 'process', 'local' or 'slurm'")
-    return sel.run(workers=workers, time_limit_s=time_limit_s)
+    return sel.run(workers=workers, time_limit_s=time_limit_s, rerun=rerun)
 
 # %% ../nbs/05_experiment.ipynb #b385c71d
 def _finished(self: Plan, res: Results | None = None, parts=None) -> Results:
