@@ -339,7 +339,7 @@ def snb_evaluate(model: SpanBufferLM,
     "One pass: loss/ppl of the gated model at `eval_temp` and of the other Table 3 policies, PoU (Eq. 15), the oracle's PoU."
     c, dev = model.snb, model_device(model)
     nll = dict.fromkeys(('gate', 't1', 'train_t', 'rnn', 'buffer', 'oracle'), 0.)
-    cnt = dict.fromkeys(('pou', 'oracle_pou', 'lam', 'has', 'margin'), 0.)
+    cnt = dict.fromkeys(('pou', 'oracle_pou', 'lam', 'lam_train', 'has', 'margin'), 0.)
     fnll, fcnt = dict.fromkeys(('gate', 'rnn', 'buffer'), 0.), dict.fromkeys(('n', 'pou'), 0.)
     n, hidden, marks = 0, None, focus_windows(focus, data, batch_size, bptt, articles)
     with eval_mode(model):
@@ -361,13 +361,14 @@ def snb_evaluate(model: SpanBufferLM,
             cnt['pou'] += opened.sum()
             cnt['oracle_pou'] += (a.has & (lq > lp)).sum()
             cnt['lam'] += gate_logprobs(a.gate, a.has, c.eval_temp)[0].exp().double().sum()
+            cnt['lam_train'] += gate_logprobs(a.gate, a.has, c.train_temp)[0].exp().double().sum()
             cnt['has'] += a.has.sum()
             cnt['margin'] += torch.where(a.has, a.gate[..., 1] - a.gate[..., 0], 0.).double().sum()
             n += y.numel()
     ppl = lambda k, s=nll, d=n: math.exp(min(float(s[k]) / max(float(d), 1.), 700.))
     return dict(loss=float(nll['gate']) / n, ppl=ppl('gate'), tokens=n, ppl_no_anneal_test=ppl('t1'), ppl_train_temp=ppl('train_t'), ppl_rnn=ppl('rnn'),
                 ppl_buffer=ppl('buffer'), ppl_oracle=ppl('oracle'), pou=float(cnt['pou']) / n, oracle_pou=float(cnt['oracle_pou']) / n,
-                mean_lambda=float(cnt['lam']) / n, buffer_coverage=float(cnt['has']) / n,
+                mean_lambda=float(cnt['lam']) / n, mean_lambda_train_temp=float(cnt['lam_train']) / n, buffer_coverage=float(cnt['has']) / n,
                 gate_margin=float(cnt['margin']) / max(float(cnt['has']), 1.)) | ({} if marks is None else dict(   # ^ mean buffer-minus-RNN gate logit (T = 1) where there is a buffer
                 focus_tokens=int(fcnt['n']), **{f'focus_ppl{"" if k == "gate" else "_" + k}': ppl(k, fnll, fcnt['n']) for k in fnll},
                 focus_pou=float(fcnt['pou']) / max(float(fcnt['n']), 1.), other_pou=float(cnt['pou'] - fcnt['pou']) / max(n - float(fcnt['n']), 1.)))
