@@ -9,8 +9,9 @@ from pathlib import Path
 from .registry import check_scale, results_dir, markdown_table, _fmt
 
 # %% auto #0
-__all__ = ['CLAIM_COLUMNS', 'COUNTED', 'read_claims', 'claim_value', 'trained_at', 'claim_note', 'claim_verdicts', 'summary_rows',
-           'summary_markdown', 'paper_status', 'headline', 'write_results', 'unrecorded_claims']
+__all__ = ['CLAIM_COLUMNS', 'COUNTED', 'read_claims', 'declare_seeds', 'claim_value', 'trained_at', 'claim_note',
+           'claim_verdicts', 'summary_rows', 'summary_markdown', 'paper_status', 'headline', 'write_results',
+           'unrecorded_claims']
 
 # %% ../nbs/05b_claims.ipynb #23eae526
 CLAIM_COLUMNS = ('claim', 'paper_value', 'result', 'key', 'kind', 'expect', 'tol', 'n', 'n_basis', 'note')
@@ -35,6 +36,31 @@ def _num(s):
     try: return float(s)
     except (TypeError, ValueError): return None
 
+
+# %% ../nbs/05b_claims.ipynb #7c5627e5
+def declare_seeds(paper: str, results: tuple, pilot_sd_pct: float, basis: str, n_min: int = 3, n_max: int | None = None,
+                  claims_dir: Path | None = None) -> list[dict]:
+    """Set `n` and `n_basis` of `paper`'s effect claims on `results` (record names) from a pilot sd (% of the mean); returns the
+    rows changed. The paper's effect (`paper_value`, in %) is what the seeds must detect; rows without one get `n_min`."""
+    import math
+    from memlm.stats import seeds_needed
+    f = Path(claims_dir or results_dir()/'claims')/f'{paper}.csv'
+    with open(f, newline='') as fh: rows = list(csv.DictReader(fh))
+    cols, changed = list(rows[0]), []
+    for r in rows:
+        if r['kind'] != 'effect' or r['result'] not in results: continue
+        pv = _num(r['paper_value'])
+        need = seeds_needed(pv, math.sqrt(2) * pilot_sd_pct) if pv else None
+        n = max(n_min, need or n_min)
+        capped = n_max is not None and n > n_max
+        r['n'] = str(n_max if capped else n)
+        r['n_basis'] = (f'declared before the arms ran from the pilot sd {pilot_sd_pct:.2f} % ({basis}): '
+                        + (f'{need} seeds give 80 % power at the paper\'s {pv:g} % (paired sd taken as √2 × the pilot\'s)' if need else f'no paper effect to size it: {n_min}')
+                        + (f'; capped at {n_max} by the budget' if capped else ''))
+        changed.append(r)
+    with open(f, 'w', newline='') as fh:
+        w = csv.DictWriter(fh, fieldnames=cols, lineterminator='\n'); w.writeheader(); w.writerows(rows)
+    return changed
 
 # %% ../nbs/05b_claims.ipynb #1f11fdd3
 def claim_value(c: dict, scales=('paper', 'gpu', 'cpu')) -> dict | None:
