@@ -8,9 +8,9 @@ from dataclasses import dataclass, field, replace
 import torch
 from .data import lm_corpus
 from .models import AWDLSTM, AWDLSTMConfig, FusedLSTMLM, LMStep, throughput
-from .train import TrainConfig, LMTask, load_model
+from .train import TrainConfig, LMTask
 from .evaluate import evaluate, dynamic_evaluate, DynEvalConfig, gradient_stats
-from .experiment import Spec, Plan, RunContext, data_identity, best_checkpoint
+from .experiment import Spec, Plan, RunContext, data_identity, final_weights
 from .registry import pick
 
 # %% auto #0
@@ -51,8 +51,9 @@ def train_awd(cfg: AWDExp, seed: int, ctx: RunContext) -> dict:
 
 # %% ../nbs/09_awd_lstm.ipynb #35638eaf
 def trained_awd(cfg: AWDExp, run_dir) -> AWDLSTM:
-    "The model a finished `train_awd` run left (its last stage's best weights), loaded from its folder."
-    return load_model(best_checkpoint(run_dir, 'finetune' if cfg.finetune_epochs else 'train'), AWDLSTM(cfg.model))
+    """The model a finished `train_awd` run left: its last stage's kept weights (`weights.fp16.pt`, the copy that travels between
+    machines, so that every machine evaluates the same numbers; else its `best.pt`)."""
+    return final_weights(run_dir, AWDLSTM(cfg.model), 'finetune' if cfg.finetune_epochs else 'train')
 
 @dataclass
 class DynEvalExp:
