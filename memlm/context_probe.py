@@ -13,8 +13,9 @@ from .models import eval_mode, detach, AWDLSTM, LSTMLM, FusedLSTMLM
 from .evaluate import lm_windows, model_device
 
 # %% auto #0
-__all__ = ['FUNCTION_WORDS', 'ProbeConfig', 'token_nll', 'sample_targets', 'perturb', 'last_step_head', 'window_nll',
-           'word_classes', 'probe', 'copy_gain', 'cache_nll', 'cache_ppl']
+__all__ = ['FUNCTION_WORDS', 'PARTS', 'CACHE_GRID', 'ProbeConfig', 'token_nll', 'sample_targets', 'perturb', 'last_step_head',
+           'window_nll', 'word_classes', 'probe', 'copy_gain', 'cache_nll', 'cache_ppl', 'ProbeExp', 'run_probe',
+           'make_plan']
 
 # %% ../nbs/20_context_probe.ipynb #43610ede
 @dataclass
@@ -82,12 +83,21 @@ def last_step_head(model):
     finally: model.head = head
 
 @torch.no_grad()
-def window_nll(model, ctx: Tensor, target: Tensor) -> Tensor:
-    "NLL of `target[B]` after the model reads `ctx[B, L]` from a zero state."
+def window_nll(model, ctx: Tensor, target: Tensor, cache: tuple | None = None) -> Tensor:
+    """NLL of `target[B]` after the model reads `ctx[B, L]` from a zero state; `cache=(theta, lam)`: mixed with a neural cache
+    (Grave et al. 2017) of the window's (last-layer state, next word) pairs, as `cache_nll` mixes it on a stream."""
     with eval_mode(model), last_step_head(model):
         dev = model_device(model)
-        o = model(ctx.t().contiguous().to(dev), None)
-        return -o.logp[-1].gather(-1, target.to(dev).unsqueeze(-1)).squeeze(-1).cpu()
+        x, tgt = ctx.t().contiguous().to(dev), target.to(dev)
+        o = model(x, None)
+        if cache is None: return -o.logp[-1].gather(-1, tgt.unsqueeze(-1)).squeeze(-1).cpu()
+        theta, lam = cache
+        H = o.raw_outputs[-1]                                               # [L, B, H]: keys H[:-1] with the words that followed them
+        p = o.logp[-1].exp()                                                # [B, V]
+        if len(x) > 1:
+            a = torch.softmax(theta * torch.einsum('lbh,bh->bl', H[:-1], H[-1]), -1)   # [B, L-1]
+            p = (1 - lam) * p + lam * torch.zeros_like(p).scatter_add_(1, x[1:].t(), a)
+        return -torch.log(p.gather(-1, tgt.unsqueeze(-1)).squeeze(-1).clamp_min(1e-30)).cpu()
 
 # %% ../nbs/20_context_probe.ipynb #d5c6c6ca
 def word_classes(targets: Tensor, train: Tensor, itos: list[str] | None, frequent_top: int = 1000) -> dict[str, Tensor]:
@@ -101,17 +111,18 @@ def word_classes(targets: Tensor, train: Tensor, itos: list[str] | None, frequen
     return out
 
 def probe(model, data: Tensor, cfg: ProbeConfig = ProbeConfig(), train: Tensor | None = None, itos: list[str] | None = None,
-          bptt: int = 70) -> dict:
+          bptt: int = 70, cache: tuple | None = None) -> dict:
     """NLL increase (%) over the full carried-state context when the context beyond d is perturbed: `curves[kind][cls][d]`,
-    `effective_context`, `order_span`, and the reference's mean NLL per class."""
+    `effective_context`, `order_span`, and the reference's mean NLL per class. `cache=(theta, lam, size)`: the model with a
+    neural cache (the reference reads the stream with a cache of `size` pairs; a window, with the pairs of the window)."""
     pos = sample_targets(len(data), cfg)
-    ref = token_nll(model, data, bptt)[pos - 1]                       # data[t] is target t - 1 of the stream pass
+    ref = (token_nll(model, data, bptt) if cache is None else cache_nll(model, data, *cache, bptt=bptt))[pos - 1]   # data[t]: target t - 1
     tgt = data[pos]
     classes = word_classes(tgt, train if train is not None else data, itos)
     gen = torch.Generator().manual_seed(cfg.seed + 1)
     curves, intact = {}, None
     score = lambda d, kind: torch.cat([window_nll(model, perturb(torch.stack([data[t - cfg.window:t] for t in pos[i:i + cfg.batch_size]]), d, kind, gen, data),
-                                                  tgt[i:i + cfg.batch_size]) for i in range(0, len(pos), cfg.batch_size)])
+                                                  tgt[i:i + cfg.batch_size], cache[:2] if cache else None) for i in range(0, len(pos), cfg.batch_size)])
     for kind in cfg.kinds:
         curves[kind] = {c: {} for c in classes}
         for d in cfg.ds:
@@ -126,7 +137,7 @@ def probe(model, data: Tensor, cfg: ProbeConfig = ProbeConfig(), train: Tensor |
 
 # %% ../nbs/20_context_probe.ipynb #e845ac88
 @torch.no_grad()
-def copy_gain(model, data: Tensor, cfg: ProbeConfig = ProbeConfig(), min_distance: int = 1) -> dict:
+def copy_gain(model, data: Tensor, cfg: ProbeConfig = ProbeConfig(), min_distance: int = 1, cache: tuple | None = None) -> dict:
     "NLL increase (%) when the target's previous occurrence in the window is replaced, minus when a random non-matching position is."
     pos = sample_targets(len(data), cfg)
     gen = torch.Generator().manual_seed(cfg.seed + 2)
@@ -145,7 +156,8 @@ def copy_gain(model, data: Tensor, cfg: ProbeConfig = ProbeConfig(), min_distanc
         a, c = ctx.clone(), ctx.clone()
         a[torch.arange(len(b)), torch.tensor([h for _, h, _ in b])] = rnd
         c[torch.arange(len(b)), torch.tensor([o for _, _, o in b])] = rnd
-        base.append(window_nll(model, ctx, tgt)); src.append(window_nll(model, a, tgt)); ctl.append(window_nll(model, c, tgt))
+        cc = cache[:2] if cache else None
+        base.append(window_nll(model, ctx, tgt, cc)); src.append(window_nll(model, a, tgt, cc)); ctl.append(window_nll(model, c, tgt, cc))
     base, src, ctl = torch.cat(base).mean(), torch.cat(src).mean(), torch.cat(ctl).mean()
     return dict(copy_gain=float(100 * (src - ctl) / base), source_pct=float(100 * (src / base - 1)), control_pct=float(100 * (ctl / base - 1)), n=len(rows))
 
@@ -170,3 +182,54 @@ def cache_nll(model, data: Tensor, theta: float, lam: float, size: int = 2000, b
 
 def cache_ppl(model, data: Tensor, theta: float, lam: float, size: int = 2000, bptt: int = 70) -> float:
     return math.exp(float(cache_nll(model, data, theta, lam, size, bptt).double().mean()))
+
+# %% ../nbs/20_context_probe.ipynb #b9a549a7
+from dataclasses import field, replace
+from .experiment import Spec, Plan, RunContext, borrow, data_identity
+from .registry import pick
+from .data import lm_corpus
+import memlm.awd_lstm as core
+
+PARTS = ('core', 'cache')
+CACHE_GRID = tuple((t, l) for t in (0.1, 0.3, 1.0) for l in (0.05, 0.1, 0.2))   # (theta, lam) tried on a validation prefix
+
+@dataclass
+class ProbeExp:
+    "The probe of one trained core LM (and, with `cache_grid`, of the neural cache on top of it)."
+    lm: core.AWDExp = field(default_factory=core.AWDExp)   # the trained run's config
+    lm_run: str = ''                   # its folder in `lm_paper`'s runs folder
+    lm_paper: str = 'awd_lstm'
+    probe: ProbeConfig = field(default_factory=ProbeConfig)
+    cache_grid: tuple = ()             # (theta, lam) pairs: the cache's settings, chosen on the first `tune_tokens` of validation
+    cache_size: int = 2000
+    tune_tokens: int = 10_000
+
+def run_probe(cfg: ProbeExp, seed: int, ctx: RunContext) -> dict:
+    "Probe curves, effective context, order-sensitive span, copy gain and perplexity on validation (and the same with a cache)."
+    c = lm_corpus(cfg.lm.corpus, cfg.lm.data_path)
+    model = core.trained_awd(cfg.lm, ctx.dir.parent.parent.parent/cfg.lm_paper/'runs'/cfg.lm_run).to(ctx.device)
+    cache = None
+    out = dict(params=sum(p.numel() for p in model.parameters()))
+    if cfg.cache_grid:
+        prefix = c.valid[:cfg.tune_tokens + 1]
+        ppls = [cache_ppl(model, prefix, t, l, cfg.cache_size) for t, l in cfg.cache_grid]
+        theta, lam = cfg.cache_grid[min(range(len(ppls)), key=ppls.__getitem__)]
+        cache = (theta, lam, cfg.cache_size)
+        out |= dict(cache_theta=theta, cache_lam=lam, cache_grid_ppl=ppls, cache_test_ppl=cache_ppl(model, c.test, theta, lam, cfg.cache_size),
+                    test_ppl=math.exp(float(token_nll(model, c.test).double().mean())))
+    r = probe(model, c.valid, cfg.probe, train=c.train, itos=c.vocab.itos, cache=cache)
+    cg = copy_gain(model, c.valid, cfg.probe, cache=cache)
+    return out | dict(curves=r['curves'], ref_nll=r['ref_nll'], n=r['n'], effective_context=r['effective_context'], order_span=r['order_span'],
+                      copy_gain=cg['copy_gain'], copy_n=cg['n'], valid_ppl=math.exp(r['ref_nll']['all']) if cfg.probe.n_targets else None)
+
+def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Plan:
+    "One probe per core LM seed, and the cached probe of seed 0."
+    cp = core.make_plan(scale, seeds, data_path)
+    pc = pick(scale, smoke=ProbeConfig(window=20, ds=(5, 20, 50), n_targets=60, batch_size=30), default=ProbeConfig())
+    lms = [borrow(s, 'awd_lstm', 'core') for s in cp.parts['lm']]
+    base = lambda s: ProbeExp(lm=s.cfg, lm_run=s.folder, probe=pc)
+    return Plan('context_probe', scale, {
+        'core': [Spec(run_probe, base(s), s.seed, name='probe_core', data_id=s.data_id, needs=(s,)) for s in lms],
+        'cache': [Spec(run_probe, replace(base(lms[0]), cache_grid=pick(scale, smoke=((1., 0.1), (1., 0.3)), default=CACHE_GRID),
+                                        tune_tokens=pick(scale, smoke=300, default=10_000)), lms[0].seed, name='probe_cache',
+                       data_id=lms[0].data_id, needs=(lms[0],))]})
