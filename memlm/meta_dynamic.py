@@ -17,11 +17,11 @@ from .evaluate import (evaluate, dynamic_evaluate, DynEvalConfig, dyneval_state,
                             grad_eval_mode, lm_windows, rms_update, sgd_update)
 
 # %% auto #0
-__all__ = ['BUCKET', 'FEATURES', 'GATES', 'METHODS', 'PARTS', 'META_VARIANTS', 'INITS', 'PILOT_LRS', 'META_BUDGET', 'COMPARISONS',
-           'squash', 'buckets', 'flat', 'unflat', 'meta_constants', 'MetaConfig', 'MetaLearner', 'meta_update',
-           'no_update', 'recording', 'fisher_diagonal', 'MetaTrainConfig', 'saved_bytes', 'unroll_plain',
-           'unroll_checkpointed', 'rotate_stream', 'meta_train', 'curve_stop', 'tune_dyneval', 'peak_rss_mb',
-           'segment_starts', 'article_effects', 'smooth', 'topic_corpus', 'cap_vocab', 'first_articles',
+__all__ = ['BUCKET', 'FEATURES', 'GATES', 'METHODS', 'PARTS', 'META_VARIANTS', 'INITS', 'PILOT_LRS', 'META_BUDGET', 'LEARNERS',
+           'PTB_LEARNERS', 'COMPARISONS', 'squash', 'buckets', 'flat', 'unflat', 'meta_constants', 'MetaConfig',
+           'MetaLearner', 'meta_update', 'no_update', 'recording', 'fisher_diagonal', 'MetaTrainConfig', 'saved_bytes',
+           'unroll_plain', 'unroll_checkpointed', 'rotate_stream', 'meta_train', 'curve_stop', 'tune_dyneval',
+           'peak_rss_mb', 'segment_starts', 'article_effects', 'smooth', 'topic_corpus', 'cap_vocab', 'first_articles',
            'stream_prefix', 'split_halves', 'stream_slice', 'CorpusExp', 'corpus_splits', 'LMExp', 'train_lm',
            'CoreLMExp', 'core_lm', 'LMRef', 'load_lm', 'PrepExp', 'prepare', 'MethodExp', 'run_method', 'SpeedExp',
            'eval_speed', 'wt2_lm_config', 'scale_configs', 'method_specs', 'choose_budget', 'learning_specs',
@@ -777,7 +777,7 @@ def eval_speed(cfg: SpeedExp, seed: int, ctx: RunContext) -> dict:
                 tokens=cfg.tokens, threads=torch.get_num_threads(), params=sum(p.numel() for p in model.parameters()))
 
 # %% ../nbs/13_meta_dynamic.ipynb #286a38ee
-PARTS = ('ptb', 'wt2', 'fig2', 'performance', 'pilot', 'learning', 'speed')
+PARTS = ('ptb', 'wt2', 'fig2', 'performance', 'pilot', 'learning', 'learning_ptb', 'speed')
 META_VARIANTS = {'meta1': MetaConfig(levels=1), 'meta2': MetaConfig(levels=2), 'meta3': MetaConfig(levels=3),
                  'meta3_mlp': MetaConfig(levels=3, hidden=4)}
 
@@ -840,9 +840,12 @@ def choose_budget(curves: dict, tol: float = 0.005) -> dict:
     best = min(p for _, p in curves[lr])
     return dict(lr=lr, steps=next(s for s, p in curves[lr] if p <= best * (1 + tol)))
 
-def learning_specs(tag: str, lm: Spec, ref: LMRef, scale: str, prep: Spec, seeds: list[int]) -> dict:
+LEARNERS = tuple((lv, init, 0) for lv in (1, 2, 3) for init in INITS) + ((3, 'rms', 4),)   # (levels, start, MLP width; 0: linear)
+PTB_LEARNERS = ((3, 'rms', 0), (3, 'rms', 4))                                                 # on PTB: linear and MLP, 3 levels from RMS
+
+def learning_specs(tag: str, lm: Spec, ref: LMRef, scale: str, prep: Spec, seeds: list[int], learners: tuple = LEARNERS) -> dict:
     """The meta-learning comparison on one LM (its seed-0 weights): baselines tuned on the second half of validation, the pilot,
-    and, once `META_BUDGET` is fixed, each learner (1-3 levels) from each start (`INITS`) meta-trained at `seeds`."""
+    and, once `META_BUDGET` is fixed, each of `learners` (levels, start, MLP width) meta-trained at `seeds`."""
     sc, did = scale_configs(scale), lm.data_id
     half = dict(valid_split='halves', curve_tokens=sc['curve_tokens'], measure_init=True)
     base = MethodExp(lm=ref, prep=prep.folder, valid_tokens=0, train=sc['train'], **half)
@@ -851,12 +854,12 @@ def learning_specs(tag: str, lm: Spec, ref: LMRef, scale: str, prep: Spec, seeds
     rms_free = run('h_rms_free', replace(base, method='rms', dyn=DynEvalConfig.paper(lam=0.), grid=sc['rms_grid']), seeds[0])
     out = dict(static=run('h_static', replace(base, method='static'), seeds[0]), rms=rms, rms_free=rms_free)
     mt = replace(sc['train'], restart_loss=math.log(ref.model.vocab_size), eval_every=sc['eval_every'], rotate=True)
-    meta = lambda levels, init, train: replace(base, method='meta', meta=MetaConfig(levels=levels, init=init, closed_bias=-2.), train=train,
+    meta = lambda levels, init, train, hidden=0: replace(base, method='meta', meta=MetaConfig(levels=levels, init=init, closed_bias=-2., hidden=hidden), train=train,
                                                rms_run=(rms if levels == 3 else rms_free).folder, copy_lam=rms.cfg.dyn.lam if levels == 2 else None)
     out['pilot'] = [run(f'pilot_lr{lr:g}', meta(3, 'rms', replace(mt, steps=sc['pilot_steps'], lr=lr)), seeds[0], rms) for lr in PILOT_LRS]
     out['learn'] = [] if META_BUDGET is None else [
-        run(f'learn{lv}_{init}', meta(lv, init, replace(mt, steps=META_BUDGET['steps'], lr=META_BUDGET['lr'], lr_schedule='cosine')), s,
-            rms if lv == 3 else rms_free) for lv in (1, 2, 3) for init in INITS for s in seeds]
+        run(f'learn{lv}{"mlp" if h else ""}_{init}', meta(lv, init, replace(mt, steps=META_BUDGET['steps'], lr=META_BUDGET['lr'], lr_schedule='cosine'), h),
+            s, rms if lv == 3 else rms_free) for lv, init, h in learners for s in seeds]
     return out
 
 def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Plan:
@@ -876,10 +879,11 @@ def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Pla
             parts[tag] += [lm, *ms.values()]
             parts['performance'] += [ms[m] for m in METHODS if m in ms]
             if tag == 'wt2': parts['fig2'] += [ms[m] for m in ('static', 'meta1', 'meta2', 'meta3')]
-            if tag == 'wt2' and seed == seeds[0]:   # meta-learning: one LM, the learners meta-trained at every seed
-                ls = learning_specs(tag, lm, ref, scale, ms['prep'], scale_configs(scale)['learn_seeds'])
-                parts['pilot'] += [ls['rms'], *ls['pilot']]
-                parts['learning'] += [lm, ms['prep'], ls['static'], ls['rms'], ls['rms_free'], *ls['learn']]
+            if seed == seeds[0]:   # meta-learning: one LM, the learners meta-trained at every seed (the pilot on WikiText-2)
+                ls = learning_specs(tag, lm, ref, scale, ms['prep'], scale_configs(scale)['learn_seeds'], LEARNERS if tag == 'wt2' else PTB_LEARNERS)
+                if tag == 'wt2': parts['pilot'] += [ls['rms'], *ls['pilot']]
+                parts['learning' if tag == 'wt2' else 'learning_ptb'] += [lm, ms['prep'], ls['static'], ls['rms']] + \
+                    ([ls['rms_free']] if tag == 'wt2' else []) + ls['learn']
     sp = SpeedExp(corpus=pick(scale, smoke='synthetic', default='ptb'), data_path=data_path, tokens=pick(scale, smoke=300, default=4_000),
                   stats_tokens=pick(scale, smoke=2_000, default=20_000), rounds=pick(scale, smoke=1, default=3),
                   model=pick(scale, smoke=AWDLSTMConfig.tiny(64, nlayers=2, emsize=16, nhid=32), default=SpeedExp().model))
@@ -894,29 +898,33 @@ COMPARISONS = (('rms_vs_static_pct', 'rms', 'static'), ('sgd_vs_static_pct', 'sg
 
 def learning_summary(runs: dict, tag: str = 'wt2') -> dict:
     """Record metrics of the meta-learning comparison from `{run name: {seed: metrics}}` (`by_seed`): per learner
-    (`learn<levels>_<init>`) its test and choice-half perplexity after meta-training and at step 0, and, paired by seed,
+    (`learn<levels>[mlp]_<init>`) its test and choice-half perplexity after meta-training and at step 0, and, paired by seed,
     after − before (% of before), after − tuned RMS (% of RMS: the 3-level learner against RMS with decay, the others against
-    RMS without), and the gain of each level over the one below (after − before, in points of %)."""
+    RMS without), the gain of each level over the one below (after − before, in points of %), and the MLP learner against the
+    linear one (% of the linear's test ppl)."""
     out, gain = {}, {}
-    for lv in (1, 2, 3):
+    for lv, init, h in LEARNERS:
         ref = runs.get(f'{tag}_h_rms' if lv == 3 else f'{tag}_h_rms_free', {}).get(0)
-        for init in INITS:
-            name, rs = f'learn{lv}_{init}', runs.get(f'{tag}_learn{lv}_{init}', {})
-            if not rs: continue
-            ms = list(rs.values())
-            out |= row_metrics(name, ms, [k for k in ('test_ppl', 'init_test_ppl', 'val_ppl', 'init_val_ppl') if all(k in m for m in ms)])
-            diffs = {'minus_init_test_pct': [100 * (m['test_ppl'] / m['init_test_ppl'] - 1) for m in ms],
-                     'minus_init_val_pct': [100 * (m['val_ppl'] / m['init_val_ppl'] - 1) for m in ms]}
-            if ref: diffs['vs_rms_pct'] = [100 * (m['test_ppl'] / ref['test_ppl'] - 1) for m in ms]
-            for k, xs in diffs.items():
-                mu, sd = mean_sd(xs); out |= {f'{name}/{k}': mu, f'{name}/{k}_std': sd, f'{name}/{k}_n': len(xs)}
-            gain[(lv, init)] = {s: 100 * (m['test_ppl'] / m['init_test_ppl'] - 1) for s, m in rs.items()}
+        name = f'learn{lv}{"mlp" if h else ""}_{init}'
+        rs = runs.get(f'{tag}_{name}', {})
+        if not rs: continue
+        ms = list(rs.values())
+        out |= row_metrics(name, ms, [k for k in ('test_ppl', 'init_test_ppl', 'val_ppl', 'init_val_ppl') if all(k in m for m in ms)])
+        diffs = {'minus_init_test_pct': [100 * (m['test_ppl'] / m['init_test_ppl'] - 1) for m in ms],
+                 'minus_init_val_pct': [100 * (m['val_ppl'] / m['init_val_ppl'] - 1) for m in ms]}
+        if ref: diffs['vs_rms_pct'] = [100 * (m['test_ppl'] / ref['test_ppl'] - 1) for m in ms]
+        for k, xs in diffs.items():
+            mu, sd = mean_sd(xs); out |= {f'{name}/{k}': mu, f'{name}/{k}_std': sd, f'{name}/{k}_n': len(xs)}
+        if not h: gain[(lv, init)] = {s: 100 * (m['test_ppl'] / m['init_test_ppl'] - 1) for s, m in rs.items()}
     for lo, hi in ((1, 2), (2, 3)):
         for init in INITS:
             a, b = gain.get((hi, init), {}), gain.get((lo, init), {})
             xs = [a[s] - b[s] for s in a if s in b]
             if xs: mu, sd = mean_sd(xs); out |= {f'level{hi}_minus_level{lo}_{init}': mu, f'level{hi}_minus_level{lo}_{init}_std': sd,
                                                   f'level{hi}_minus_level{lo}_{init}_n': len(xs)}
+    lin, mlp = runs.get(f'{tag}_learn3_rms', {}), runs.get(f'{tag}_learn3mlp_rms', {})
+    xs = [100 * (mlp[s]['test_ppl'] / lin[s]['test_ppl'] - 1) for s in mlp if s in lin]   # the MLP against the linear learner, paired
+    if xs: mu, sd = mean_sd(xs); out |= {'mlp_vs_linear_pct': mu, 'mlp_vs_linear_pct_std': sd, 'mlp_vs_linear_pct_n': len(xs)}
     return out
 
 def by_seed(res, specs) -> dict:
