@@ -119,7 +119,8 @@ def schedule_specs(lm: AWDExp, seed: int, did: str, decay_at: tuple, tail: tuple
     return [trunk] + [Spec(train_awd, replace(lm, train=fixed_schedule(lm.train, e, tail)), seed, name=f'sched_decay{e}', data_id=did,
                            extends=trunk, from_epoch=e) for e in decay_at]
 
-CPU_DECAY_AT: int | None = None   # the cpu recipe's first decay, as `choose_schedule` picks it from part 'schedule' (None: not chosen yet)
+CPU_DECAY_AT: int | None = 18     # the cpu recipe's first decay, as `choose_schedule` picked it from part 'schedule' (the record
+                                  # `schedule` holds each branch's validation perplexity; None: not chosen yet)
 CPU_TAIL = (6, 2, 2)               # the tail every candidate had
 
 def with_retired(plan: Plan, make_plan, seeds: list[int], data_path: str | None = None) -> Plan:
