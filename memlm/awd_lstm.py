@@ -170,6 +170,6 @@ def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Pla
     sched = schedule_specs(lm, 0, did, **search) if search else []   # the search ran at seed 0, whatever seeds this plan has
     lms, dyn = _lm_and_dyneval(lm, seeds, did, stats_cap, {s.key: s for s in sched[1:]})   # the chosen branch is seed 0 of the recipe
     old = awd_configs(scale, data_path, fixed=False)[0]
-    adaptive = sum(_lm_and_dyneval(old, seeds, did, stats_cap, {}), []) if old != lm else []
+    adaptive = [replace(s, label=f'adaptive_{s.name}') for s in sum(_lm_and_dyneval(old, seeds, did, stats_cap, {}), [])] if old != lm else []
     return Plan('awd_lstm', scale, {'lm': lms, 'dynamic_eval': dyn, 'throughput': [Spec(awd_throughput, tp, seeds[0], name='throughput')],
                                     'schedule': sched, 'adaptive': adaptive})

@@ -530,8 +530,12 @@ def _run_item(it: str) -> tuple[str, int]:
     return name, int(seed)
 
 def _select(self: Plan, items: list[str]) -> Plan:
-    "The plan of the runs named `'name:seed'` (or `'label:seed'`) in `items`, in that order, as one part 'selected'; unknown names fail with the valid ones."
-    by = {(n, s.seed): s for s in self.specs() for n in (s.name, s.row)}      # a borrowed run answers to its name and its label
+    """The plan of the runs named `'name:seed'` (or `'label:seed'`) in `items`, in that order, as one part 'selected'; unknown names
+    fail with the valid ones. A name two parts share (a former recipe's runs kept beside the new ones) means the first part's run;
+    the other answers to its label."""
+    by = {}
+    for s in self.specs():
+        for n in dict.fromkeys((s.row, s.name)): by.setdefault((n, s.seed), s)   # a borrowed run answers to its name and its label
     names = sorted({n for n, _ in by})
     out = []
     for name, seed in map(_run_item, items):
