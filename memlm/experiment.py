@@ -457,19 +457,23 @@ class Plan:
         return (self.root if not s.home or s.home == self.paper else self.root.parent.parent/s.home/'runs')/s.folder
 
     def run(self, parts=None, *, workers: int = 1, time_limit_s: float | None = None, rerun: bool = False,
-            device=None, margin_s: float | None = None, progress: bool = True) -> Results:
-        "Execute the missing runs of `parts`; returns their records (and what remains when the time limit hits)."
+            device=None, margin_s: float | None = None, progress: bool = True, wait_locked: bool = False) -> Results:
+        """Execute the missing runs of `parts`; returns their records (and what remains when the time limit hits). A run another
+        process trains now (its folder locked) is left to it and listed as remaining (`wait_locked=True`: wait for it), so a
+        report rendered during a campaign does not block."""
         t0 = time.time()
         rerun = rerun or self.scale == 'smoke'     # smoke runs test the code: never served from a cache
         specs = self.specs(parts)
         margin = margin_s if margin_s is not None else (min(120., 0.05 * time_limit_s) if time_limit_s else 0.)
         deadline = t0 + time_limit_s - margin if time_limit_s else None
         device = str(device or get_device())
-        records, remaining, corrupt, todo = {}, [], [], []
+        records, remaining, corrupt, todo, elsewhere = {}, [], [], [], []
         for s in specs:
             try: rec = load_record(self.dir(s))
             except CorruptRecordError as e: corrupt.append(s); print(f'skipped: {e}', flush=True); continue
             if rec is not None and rec['status'] == 'done' and not rerun: records[s.folder] = rec
+            elif not wait_locked and (who := lock_holder(self.dir(s))):   # another process trains it now: not waited for
+                elsewhere.append(s); print(f'{s.folder}: running elsewhere ({who}); not waited for', flush=True)
             else: todo.append(s)
         if progress:
             reused = [s.folder for s in specs if s.folder in records]
@@ -496,7 +500,7 @@ class Plan:
                     for f in as_completed(futs):
                         s = futs[f]; records[s.folder] = f.result()
                         if progress: print(_run_line(records[s.folder], s))
-        res = Results(specs, {s.folder: records[s.folder] for s in specs if s.folder in records}, remaining + corrupt)   # plan order
+        res = Results(specs, {s.folder: records[s.folder] for s in specs if s.folder in records}, remaining + elsewhere + corrupt)   # plan order
         res.corrupt = [s.folder for s in corrupt]
         if progress and not res.complete: print(res.status())
         return res
