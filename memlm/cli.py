@@ -32,11 +32,11 @@ def positive_int(s: str) -> int:
     return v
 
 def time_limit(s: str) -> float | None:
-    "Seconds > 0, or empty for none."
+    "Seconds >= 0 (0: start no run; a report is then rendered from the records as they are), or empty for none."
     if s in ('', None): return None
     try: v = float(s)
-    except ValueError: raise argparse.ArgumentTypeError(f'expected seconds (a positive number) or nothing, got {s!r}') from None
-    if not v > 0: raise argparse.ArgumentTypeError(f'expected seconds (a positive number) or nothing, got {s!r}')
+    except ValueError: raise argparse.ArgumentTypeError(f'expected seconds (a number >= 0) or nothing, got {s!r}') from None
+    if not v >= 0: raise argparse.ArgumentTypeError(f'expected seconds (a number >= 0) or nothing, got {s!r}')
     return v
 
 RUN_ITEM = re.compile(r'^[A-Za-z0-9_.+=-]+:[0-9]+$')

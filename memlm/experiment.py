@@ -465,7 +465,7 @@ class Plan:
         rerun = rerun or self.scale == 'smoke'     # smoke runs test the code: never served from a cache
         specs = self.specs(parts)
         margin = margin_s if margin_s is not None else (min(120., 0.05 * time_limit_s) if time_limit_s else 0.)
-        deadline = t0 + time_limit_s - margin if time_limit_s else None
+        deadline = t0 + time_limit_s - margin if time_limit_s is not None else None   # 0: start nothing, read the records
         device = str(device or get_device())
         records, remaining, corrupt, todo, elsewhere = {}, [], [], [], []
         for s in specs:

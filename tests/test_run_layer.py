@@ -16,7 +16,7 @@ def _make(*args, env=None):
 @pytest.mark.parametrize('var,message', [
     ('WORKERS=two', "--workers: expected a positive integer, got 'two'"),
     ('WORKERS=0', "--workers: expected a positive integer, got '0'"),
-    ('TIME_LIMIT=-5', "--time-limit: expected seconds (a positive number) or nothing, got '-5'"),
+    ('TIME_LIMIT=-5', "--time-limit: expected seconds (a number >= 0) or nothing, got '-5'"),
     ('TIME_LIMIT=print("pwned")', "got 'print(\"pwned\")'"),
     ('SCALE=`echo cpu`', "unknown scale '`echo cpu`'")], ids=['workers-word', 'workers-zero', 'time-negative', 'time-code', 'scale-code'])
 def test_make_runs_checks_arguments_before_any_work(var, message):
