@@ -113,7 +113,7 @@ def _check_reproduce(a) -> dict:
     for p in ps:
         miss = [x for x in parts if x not in paper_parts(p)]
         if miss: raise SystemExit(f"error: {p} has no part(s) {', '.join(map(repr, miss))}; its parts: {', '.join(paper_parts(p))}")
-    params = dict(scale=a.scale, workers=a.workers, **({'parts': parts} if parts else {}), **({'time_limit_s': a.time_limit} if a.time_limit else {}))
+    params = dict(scale=a.scale, workers=a.workers, **({'parts': parts} if parts else {}), **({'time_limit_s': a.time_limit} if a.time_limit is not None else {}))
     if a.params_out: Path(a.params_out).write_text(json.dumps(params) + '\n')    # JSON is YAML: papermill -f reads it
     print(' '.join(ps))
     return params
