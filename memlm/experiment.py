@@ -53,7 +53,7 @@ def read_params(ns: dict, before: frozenset, parts=(), cls=NotebookParams) -> No
         if bad or not p.parts:
             raise ValueError(f"unknown part(s) {', '.join(map(repr, bad)) or '(none given)'}; valid parts: {', '.join(parts)}")
     if not isinstance(p.workers, int) or p.workers < 1: raise ValueError(f'workers must be a positive integer, got {p.workers!r}')
-    if p.time_limit_s is not None and p.time_limit_s <= 0: raise ValueError(f'time_limit_s must be positive, got {p.time_limit_s!r}')
+    if p.time_limit_s is not None and p.time_limit_s < 0: raise ValueError(f'time_limit_s must be >= 0 (0: start no run), got {p.time_limit_s!r}')
     return p
 
 # %% ../nbs/05_experiment.ipynb #c02e73c2
