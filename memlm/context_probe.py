@@ -185,7 +185,7 @@ def cache_ppl(model, data: Tensor, theta: float, lam: float, size: int = 2000, b
 
 # %% ../nbs/20_context_probe.ipynb #b9a549a7
 from dataclasses import field, replace
-from .experiment import Spec, Plan, RunContext, borrow, data_identity
+from .experiment import Spec, Plan, RunContext, borrow
 from .registry import pick
 from .data import lm_corpus
 import memlm.awd_lstm as core
