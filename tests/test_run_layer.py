@@ -47,9 +47,9 @@ def test_bad_parts_replace_no_report():
 
 
 def test_cached_make_runs_says_what_it_reused():
-    r = _make('runs', 'PAPER=awd_lstm', 'SCALE=cpu', 'RUNS=awd_lstm:0 dynamic_eval:0')
+    r = _make('runs', 'PAPER=awd_lstm', 'SCALE=cpu', 'RUNS=sched_trunk:0 sched_decay10:0')   # finished runs that no choice moves
     assert r.returncode == 0, r.stderr
-    assert 'awd_lstm (cpu): 2 of 2 runs reused from their records (awd_lstm-s0-' in r.stdout and 'nothing to run' in r.stdout, r.stdout
+    assert 'awd_lstm (cpu): 2 of 2 runs reused from their records (sched_trunk-s0-' in r.stdout and 'nothing to run' in r.stdout, r.stdout
 
 
 def test_status_lists_a_corrupt_record_and_goes_on(tmp_path):
