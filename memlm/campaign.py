@@ -33,11 +33,10 @@ def device_kind(device: str | None) -> str:
     "'cpu' or 'gpu' from a device name as records hold it ('cpu', 'cuda', 'NVIDIA H100 80GB HBM3', ...)."
     return 'cpu' if not device or device.lower().startswith('cpu') else 'gpu'
 
-def _trained_on(d: Path) -> str | None:
-    "The device kind a run's record says it trained on (None: no record, or unreadable)."
-    try: rec = load_record(d)
+def _record(d: Path) -> dict | None:
+    "A run's record (None: none yet, or unreadable: the campaign reruns it)."
+    try: return load_record(d)
     except CorruptRecordError: return None
-    return device_kind(rec.get('provenance', {}).get('device')) if rec else None
 
 def pending(items, seeds=(0, 1, 2), data_path: str | None = None, device: str | None = None,
             pinned: list | None = None) -> list[tuple[Plan, Spec]]:
@@ -48,14 +47,14 @@ def pending(items, seeds=(0, 1, 2), data_path: str | None = None, device: str | 
     for it in items:
         plan, parts = (it[0], it[1]) if isinstance(it[0], Plan) else (paper_plan(it[0], it[1], list(seeds), data_path), list(it[2]))
         specs = plan.specs([p for p in parts if p in plan.parts])
+        recs = {s.folder: _record(plan.dir(s)) for s in specs}              # each record read once
+        on = {f: device_kind(r.get('provenance', {}).get('device')) for f, r in recs.items() if r}   # the kind each run trained on
         kinds = {}                                                         # seed -> kinds its runs trained on
-        for s in specs: kinds.setdefault(s.seed, set()).update({k} if (k := _trained_on(plan.dir(s))) else set())
+        for s in specs: kinds.setdefault(s.seed, set()).update({on[s.folder]} if s.folder in on else set())
         for s in specs:
             d = plan.dir(s)
-            try: done = (load_record(d) or {}).get('status') == 'done'
-            except CorruptRecordError: done = False
-            if done or d in seen: continue
-            other = kinds[s.seed] - {_trained_on(d)} if _trained_on(d) else kinds[s.seed]
+            if (recs[s.folder] or {}).get('status') == 'done' or d in seen: continue
+            other = kinds[s.seed] - {on.get(s.folder)}
             if device is not None and other and device_kind(device) not in other:
                 if pinned is not None: pinned.append((s.folder, ', '.join(sorted(other))))
                 continue
