@@ -8,7 +8,8 @@
 #                  (chosen runs of one paper's plan: with one worker in the order given; records as the notebook's;
 #                   EXECUTOR=slurm submits them to a cluster through submitit, local through its local executor)
 #   make gpu-check  (about a minute on a GPU: every notebook at smoke scale, into runs/gpu-check/, never results/)
-#   make lint
+#   make lint      (ruff, and the notebooks as nbdev_clean leaves them)
+#   make export    (after editing a notebook: writes memlm/ from nbs/)
 #   make test
 #   make lab
 #
@@ -52,7 +53,7 @@ CLI       := $(RUN_PY) -m memlm.cli
 GPU_CHECK_JOBS ?= 4
 export SCALE PAPERS PAPER PARTS RUNS WORKERS TIME_LIMIT SEEDS EXECUTOR RERUN MEMLM_DATA
 
-.PHONY: reproduce runs status test venv summary clean-runs help lab lint gpu-check gpu-campaign unpack
+.PHONY: reproduce runs status test venv summary clean-runs help lab lint export gpu-check gpu-campaign unpack
 
 help:
 	@echo "make reproduce [SCALE=smoke|cpu|gpu|paper] [PAPERS='...'] [PARTS=a,b] [WORKERS=n] [TIME_LIMIT=s] [MEMLM_DATA=dir] [USE_SYSTEM_TORCH=1]"
@@ -135,7 +136,12 @@ test: $(STAMP)
 	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q tests
 
 lint: $(STAMP)
-	$(BIN)/ruff check memlm tests
+	$(BIN)/ruff check memlm tests .ci
+	$(BIN)/python .ci/export.py --check-clean
+
+# the library from the notebooks (nbdev_export, with each notebook's second module reset first: see .ci/export.py)
+export: $(STAMP)
+	$(BIN)/python .ci/export.py
 
 lab: $(STAMP)
 	$(BIN)/jupyter lab --allow-root --notebook-dir=nbs

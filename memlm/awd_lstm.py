@@ -6,11 +6,14 @@
 from __future__ import annotations
 from dataclasses import dataclass, field, replace
 import torch
-from .data import lm_corpus
-from .models import AWDLSTM, AWDLSTMConfig, FusedLSTMLM, LMStep, throughput
-from .train import TrainConfig, LMTask
+from .corpora import lm_corpus
+from .models import AWDLSTM, AWDLSTMConfig
+from .speed import FusedLSTMLM, LMStep, throughput
+from .train import TrainConfig
+from .tasks import LMTask
 from .evaluate import evaluate, dynamic_evaluate, DynEvalConfig, gradient_stats
-from .experiment import Spec, Plan, RunContext, data_identity, final_weights
+from .experiment import Spec, RunContext, data_identity, final_weights
+from .plan import Plan
 from .registry import pick
 
 # %% auto #0

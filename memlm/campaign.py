@@ -8,7 +8,8 @@ import json, os, tarfile, time
 from concurrent.futures import ProcessPoolExecutor, wait, FIRST_COMPLETED
 import multiprocessing as mp
 from pathlib import Path
-from .experiment import Plan, Spec, execute, load_record, paper_plan, ckpt_home, CorruptRecordError
+from .experiment import Spec, execute, load_record, ckpt_home, CorruptRecordError
+from .plan import Plan, paper_plan
 from .registry import results_dir
 
 # %% auto #0

@@ -134,7 +134,7 @@ def execute_report(nb, out, parameters: dict | None = None, cwd: str | None = No
 def main(argv=None) -> int:
     "The command line (`python -m memlm ...`)."
     a = parser().parse_args(argv)
-    from memlm import experiment as X
+    from memlm import plan as X
     data = a.data or os.environ.get('MEMLM_DATA') or None if hasattr(a, 'data') else None
     if a.cmd == 'run':
         try: X.paper_plan(a.paper, a.scale, a.seeds, data).select(a.runs)       # names and seeds, before any work
@@ -161,7 +161,7 @@ def main(argv=None) -> int:
 # %% ../nbs/08_cli.ipynb #d7374bd8
 def plan_folders(seeds=(0, 1, 2), data_path: str | None = None) -> dict[str, list[str]]:
     "`{'<scale>/<paper>': [run folders with a record that the plan reads]}` for every paper and scale with committed runs."
-    from memlm.experiment import paper_plan
+    from memlm.plan import paper_plan
     from memlm.registry import results_dir
     out = {}
     for scale in ('cpu', 'gpu', 'paper'):

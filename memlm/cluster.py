@@ -7,7 +7,8 @@ from __future__ import annotations
 import os, signal
 from dataclasses import dataclass
 from pathlib import Path
-from .experiment import Plan, Results, Spec, execute, load_record
+from .experiment import Spec, execute, load_record
+from .plan import Plan, Results
 from .train import Interrupted
 
 # %% auto #0

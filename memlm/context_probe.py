@@ -9,7 +9,8 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 from torch import nn
-from .models import eval_mode, detach, AWDLSTM, LSTMLM, FusedLSTMLM
+from .models import eval_mode, detach, AWDLSTM, LSTMLM
+from .speed import FusedLSTMLM
 from .evaluate import lm_windows, model_device
 
 # %% auto #0
@@ -185,9 +186,10 @@ def cache_ppl(model, data: Tensor, theta: float, lam: float, size: int = 2000, b
 
 # %% ../nbs/20_context_probe.ipynb #b9a549a7
 from dataclasses import field, replace
-from .experiment import Spec, Plan, RunContext, borrow
+from .experiment import Spec, RunContext, borrow
+from .plan import Plan
 from .registry import pick
-from .data import lm_corpus
+from .corpora import lm_corpus
 import memlm.awd_lstm as core
 
 PARTS = ('core', 'cache')

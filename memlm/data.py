@@ -4,7 +4,7 @@
 
 # %% ../nbs/00_data.ipynb #9c7226ed
 from __future__ import annotations
-import functools, hashlib, math, os, random, re, shutil, tarfile, tempfile, urllib.request, zipfile, zlib
+import hashlib, os, shutil, tarfile, tempfile, urllib.request, zipfile, zlib
 from array import array
 from dataclasses import dataclass, field
 from itertools import islice
@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Iterator
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor
 from tqdm import tqdm
 
@@ -20,9 +19,7 @@ from tqdm import tqdm
 __all__ = ['EOS', 'UNK', 'SPLITS', 'SOURCES', 'IMDB_URL', 'repo_root', 'data_dir', 'Vocab', 'is_heading', 'split_articles',
            'encode_file', 'Corpus', 'Source', 'sources_table', 'ChecksumError', 'DataNotFoundError', 'sha256sum',
            'verify_file', 'download', 'extract', 'ensure_corpus', 'has_corpus', 'load_corpus', 'batchify',
-           'bptt_batches', 'read_conll2003', 'iob1_to_iob2', 'iob2_to_bioes', 'iob1_to_bioes', 'tokenize_imdb',
-           'read_imdb', 'read_cbt', 'ner_fixture', 'imdb_fixture', 'number_prediction', 'synthetic_corpus',
-           'recall_corpus', 'lm_corpus']
+           'bptt_batches']
 
 # %% ../nbs/00_data.ipynb #a99dd96a
 def repo_root() -> Path:
@@ -278,7 +275,7 @@ def load_corpus(name, # 'ptb', 'wikitext-2', 'wikitext-103' or 'synthetic'
                 verify=True, # check sha256 (WikiText-103: no checksum known)
                ) -> Corpus:
     "Read a word-level LM corpus: vocabulary from train, `<eos>` per line, WikiText article starts."
-    if name == 'synthetic': return synthetic_corpus()
+    if name == 'synthetic': from memlm.corpora import synthetic_corpus; return synthetic_corpus()
     if name not in ('ptb', 'wikitext-2', 'wikitext-103'): raise ValueError(f'{name!r} is not a language-modelling corpus')
     folder = ensure_corpus(name, path, verify)
     stoi, data, arts = {}, {}, {}
@@ -313,281 +310,3 @@ def bptt_batches(source: Tensor, # [T, B] from `batchify`
         seq_len = min(seq_len, T - 1 - i)
         yield source[i:i + seq_len], source[i + 1:i + 1 + seq_len]
         i += seq_len
-
-# %% ../nbs/00_data.ipynb #47dc89c7
-def read_conll2003(path) -> list[dict]:
-    "Sentences of a CoNLL-2003 file as dicts of lists `words, pos, chunk, ner` (IOB1), plus `doc`."
-    sents, cur, doc = [], [], 0
-    def flush():
-        if cur: sents.append(dict(zip(('words', 'pos', 'chunk', 'ner'), map(list, zip(*cur))), doc=max(doc - 1, 0)))
-        cur.clear()
-    with open(path, encoding='utf-8') as f:
-        for n, line in enumerate(f, 1):
-            cols = line.split()
-            if not cols: flush()
-            elif cols[0] == '-DOCSTART-': flush(); doc += 1
-            elif len(cols) != 4: raise ValueError(f'{path}:{n}: expected 4 columns, got {line!r}')
-            else: cur.append(cols)
-    flush()
-    return sents
-
-# %% ../nbs/00_data.ipynb #a7fad694
-def _check(tags):
-    for t in tags:
-        if t != 'O' and t[:2] not in ('B-', 'I-'): raise ValueError(f'not an IOB tag: {t!r}')
-
-def iob1_to_iob2(tags) -> list[str]:
-    "IOB1 -> IOB2: an `I-X` that does not continue an `X` entity becomes `B-X`."
-    _check(tags)
-    return ['B-' + t[2:] if t.startswith('I-') and (i == 0 or tags[i - 1][2:] != t[2:]) else t for i, t in enumerate(tags)]
-
-def iob2_to_bioes(tags) -> list[str]:
-    "IOB2 -> BIOES: last token of an entity `E-`, single-token entity `S-`."
-    _check(tags)
-    out = []
-    for i, t in enumerate(tags):
-        cont = i + 1 < len(tags) and tags[i + 1] == 'I-' + t[2:]  # the entity goes on
-        out.append(t if t == 'O' or cont else {'B': 'S-', 'I': 'E-'}[t[0]] + t[2:])
-    return out
-
-def iob1_to_bioes(tags) -> list[str]:
-    "IOB1 (CoNLL-2003) -> BIOES."
-    return iob2_to_bioes(iob1_to_iob2(tags))
-
-# %% ../nbs/00_data.ipynb #b9d4721f
-_IMDB_TOKEN = re.compile(r"\w+(?:'\w+)*|[^\w\s]")
-
-def tokenize_imdb(text: str) -> list[str]:
-    "Lower-cased word and punctuation tokens of a review, without `<br />` tags."
-    return _IMDB_TOKEN.findall(text.lower().replace('<br />', ' '))
-
-def read_imdb(root, # folder holding `aclImdb/` (or the `aclImdb` folder itself)
-              split='train', # 'train' or 'test'
-             ) -> list[dict]:
-    "Reviews of an IMDB split as dicts `tokens, label, id, rating`."
-    root = Path(root)
-    if (root/'aclImdb').is_dir(): root = root/'aclImdb'
-    out = []
-    for label, sub in ((0, 'neg'), (1, 'pos')):
-        d = root/split/sub
-        if not d.is_dir(): raise DataNotFoundError(f'{d} is missing: download {IMDB_URL} and extract it into {root.parent}')
-        key = lambda p: (int(p.stem.split('_')[0]), p.stem) if p.stem.split('_')[0].isdigit() else (-1, p.stem)
-        for p in sorted(d.glob('*.txt'), key=key):
-            rid, _, rating = p.stem.partition('_')
-            out.append(dict(tokens=tokenize_imdb(p.read_text(encoding='utf-8')), label=label, id=rid,
-                            rating=int(rating) if rating.isdigit() else None))
-    return out
-
-# %% ../nbs/00_data.ipynb #2c400910
-def read_cbt(path) -> list[dict]:
-    "CBT questions as dicts `context` (20 sentences), `query` (with XXXXX), `answer`, `candidates`."
-    out, ctx = [], []
-    with open(path, encoding='utf-8') as f:
-        for n, line in enumerate(f, 1):
-            line = line.rstrip('\r\n')
-            if not line.strip(): continue
-            num, _, rest = line.strip(' ').partition(' ')
-            if not num.isdigit() or int(num) != len(ctx) + 1: raise ValueError(f'{path}:{n}: expected line {len(ctx) + 1}, got {line[:40]!r}')
-            if '\t' not in rest: ctx.append(rest); continue
-            cols = rest.split('\t')
-            out.append(dict(context=ctx, query=cols[0].strip(), answer=cols[1].strip(),
-                            candidates=[c for c in cols[-1].strip().split('|') if c]))
-            ctx = []
-    return out
-
-# %% ../nbs/00_data.ipynb #8cadcb67
-def ner_fixture(path,          # file to write
-                n: int = 60,   # sentences
-                seed: int = 0, # the file is a function of the seed
-               ) -> Path:
-    "A small CoNLL-2003-format file (4 columns, IOB1 tags, a -DOCSTART- line) with learnable entities."
-    g = torch.Generator().manual_seed(seed)
-    pick = lambda k: int(torch.randint(k, (), generator=g))
-    names = {'PER': ['John', 'Mary', 'Smith'], 'LOC': ['Paris', 'Berlin'], 'ORG': ['Reuters', 'UN'], 'MISC': ['German', 'French']}
-    filler = ['the', 'said', 'on', 'in', 'visited', 'met', 'with', 'a', 'report', '1996']
-    lines = ['-DOCSTART- -X- -X- O', '']
-    for _ in range(n):
-        for _ in range(3 + pick(6)):                                     # 3..8 words or entities
-            if torch.rand((), generator=g) < 0.3:
-                typ = list(names)[pick(4)]
-                for _ in range(1 + pick(2)): lines.append(f'{names[typ][pick(len(names[typ]))]} NNP I-NP I-{typ}')
-            else: lines.append(f'{filler[pick(len(filler))]} NN I-NP O')
-        lines.append('')
-    path = Path(path); path.write_text('\n'.join(lines) + '\n')
-    return path
-
-def imdb_fixture(root,         # folder that receives an `aclImdb/` tree
-                 n: int = 6,   # reviews per split and label
-                ) -> Path:
-    "A tiny `aclImdb/{train,test}/{pos,neg}/` tree, one sentiment word per review deciding its label; returns `root`."
-    words = {1: 'great wonderful superb loved'.split(), 0: 'awful boring terrible hated'.split()}
-    for split in ('train', 'test'):
-        for label, sub in ((0, 'neg'), (1, 'pos')):
-            d = Path(root)/'aclImdb'/split/sub; d.mkdir(parents=True, exist_ok=True)
-            for i in range(n):
-                (d/f'{i}_{7 if label else 2}.txt').write_text(f'This film was {words[label][i % 4]}.<br />A {words[label][(i + 1) % 4]} movie.')
-    return Path(root)
-
-# %% ../nbs/00_data.ipynb #037eae1c
-def _follow(x, skips, offset, constraint):
-    "Labels of rows `x` by following `skips` pointers from the last element, and whether each row obeys `constraint`."
-    p, ok = x[:, -1], torch.ones(len(x), dtype=torch.bool)
-    for k in range(skips):
-        v = x.gather(1, (offset + p)[:, None]).squeeze(1)
-        if k < skips - 1 and constraint == 'backward': ok &= v < p
-        if k < skips - 1 and constraint == 'distinct': ok &= v != p
-        p = v
-    return p, ok
-
-def number_prediction(n: int, # number of examples
-                      length: int, # 11 (one skip) or 21 (two skips) in the paper
-                      seed: int, # examples are a function of the seed
-                      skips: int|None=None, # pointers to follow; default 1 for length 11, 2 for length 21
-                      offset: int=0, # position that pointer value 0 refers to
-                      constraint: str|None='backward', # two-skip rule: 'backward', 'distinct' or None
-                      n_symbols: int=10, # digits 0..n_symbols-1
-                     ) -> tuple[Tensor, Tensor]:
-    "Gui et al.'s number-prediction task: `x` LongTensor[n, length] of digits, label `y` = the pointed-at digit."
-    if skips is None:
-        if length not in (11, 21): raise ValueError(f'length {length}: pass skips= (the paper uses 11 -> 1, 21 -> 2)')
-        skips = 1 if length == 11 else 2
-    if offset + n_symbols > length - 1: raise ValueError('pointers must land before the last element')
-    if constraint not in ('backward', 'distinct', None): raise ValueError(f'unknown constraint {constraint!r}')
-    g = torch.Generator().manual_seed(seed)
-    x = torch.randint(n_symbols, (n, length), generator=g)
-    y, ok = _follow(x, skips, offset, constraint)
-    while not ok.all():  # redraw whole examples that break the constraint
-        bad = (~ok).nonzero().squeeze(1)
-        x[bad] = torch.randint(n_symbols, (len(bad), length), generator=g)
-        y[bad], ok[bad] = _follow(x[bad], skips, offset, constraint)
-    return x, y
-
-# %% ../nbs/00_data.ipynb #adc40374
-def _synth_block(n_rows, n, perm, K, d, p, steps, g):
-    "Token ids [n_rows, n] of independent streams, and per-token oracle and short-memory log-probs."
-    F_ = len(perm)  # fillers are shown through the permutation `perm` of the walk's states
-    u = torch.rand(n_rows, n, generator=g) < p  # "trigger if free"
-    # along each chain t, t+d, t+2d, ... a run of u's alternates trigger / forced: trig_t = u_t and not trig_{t-d}
-    rows = -(-n // d)
-    uu = F.pad(u, (0, rows * d - n)).view(n_rows, rows, d)
-    idx = torch.arange(rows).view(1, rows, 1).expand_as(uu)
-    run = idx - torch.where(uu, -1, idx).cummax(1).values  # length of the run of u's ending here
-    trig = (uu & (run % 2 == 1)).view(n_rows, -1)[:, :n]
-    forced = F.pad(trig, (d, 0))[:, :n]
-    k = torch.randint(K, (n_rows, n), generator=g)
-    k = torch.where(forced, F.pad(k, (d, 0))[:, :n], k)  # a target repeats its trigger's k
-    filler = ~trig & ~forced
-    step_p = torch.tensor(steps)
-    delta = torch.multinomial(step_p, n_rows * n, replacement=True, generator=g).view(n_rows, n) + 1
-    w0 = torch.randint(F_, (n_rows, 1), generator=g)
-    walk = (w0 + torch.cumsum(delta * filler, 1)) % F_
-    tok = torch.where(filler, perm[walk], torch.where(trig, F_ + k, F_ + K + k))
-    # oracle: full history
-    first = filler & (torch.cumsum(filler, 1) == 1)
-    lp_fill = math.log(1 - p) + torch.where(first, -math.log(F_), step_p.log()[delta - 1])
-    oracle = torch.where(forced, 0., torch.where(trig, math.log(p / K), lp_fill))
-    # short memory: q = P(s_{t-d} is a trigger) along the chain
-    q = [0., p]
-    while len(q) < rows: q.append(p * (1 - q[-1]))
-    q = torch.tensor(q[:rows]).repeat_interleave(d)[:n].expand(n_rows, n)
-    short = torch.where(forced, (q / K).log(), (1 - q).log() + torch.where(trig, math.log(p / K), lp_fill))
-    return tok, oracle, short
-
-# %% ../nbs/00_data.ipynb #82d1414e
-def _bigram_nll(train, data, V, alpha=0.1) -> float:
-    "Mean NLL of `data` under an add-`alpha` bigram model counted on `train`."
-    counts = torch.zeros(V * V).index_add_(0, train[:-1] * V + train[1:], torch.ones(len(train) - 1)).view(V, V) + alpha
-    logp = (counts / counts.sum(1, keepdim=True)).log()
-    return -logp[data[:-1], data[1:]].mean().item()
-
-def synthetic_corpus(n_train=100_000, n_valid=10_000, n_test=10_000, # tokens per split
-                     vocab_size=64, # fillers + 2 * n_triggers (+ 1 title token with articles)
-                     d=10, # distance from a trigger to its target
-                     n_triggers=8, # K
-                     p_trigger=0.05, # p: chance that a free position holds a trigger
-                     steps=(0.5, 0.25, 0.15, 0.1), # P(delta = 1, 2, ...) of the filler walk
-                     article_len: int|None=None, # cut splits into independent articles of this length
-                     seed=0,
-                    ) -> Corpus:
-    "Token stream with bigram structure where a trigger fixes the token `d` later; oracle perplexities in `meta`."
-    F_ = vocab_size - 2 * n_triggers - (article_len is not None)
-    if F_ <= len(steps): raise ValueError(f'vocab_size {vocab_size} leaves {F_} fillers; need more than {len(steps)}')
-    g = torch.Generator().manual_seed(seed)
-    perm = torch.randperm(F_, generator=g)  # the same filler bigrams in every split
-    itos = [f'w{i}' for i in range(F_)] + [f'T{k}' for k in range(n_triggers)] + [f'R{k}' for k in range(n_triggers)]
-    data, arts, meta = {}, {}, dict(oracle_ppl={}, short_memory_oracle_ppl={}, bigram_ppl={}, d=d, seed=seed)
-    for split, n in zip(SPLITS, (n_train, n_valid, n_test)):
-        if article_len is None: tok, lo, ls = _synth_block(1, n, perm, n_triggers, d, p_trigger, steps, g)
-        else:  # a title token (prob. 1 for the oracles) then an independent stream
-            tok, lo, ls = _synth_block(-(-n // article_len), article_len - 1, perm, n_triggers, d, p_trigger, steps, g)
-            tok, lo, ls = (F.pad(a, (1, 0), value=v) for a, v in ((tok, vocab_size - 1), (lo, 0.), (ls, 0.)))
-            arts[split] = torch.arange(0, n, article_len)
-        data[split] = tok.reshape(-1)[:n].contiguous()
-        meta['oracle_ppl'][split] = math.exp(-lo.reshape(-1)[1:n].mean().item())
-        meta['short_memory_oracle_ppl'][split] = math.exp(-ls.reshape(-1)[1:n].mean().item())
-    for split in ('valid', 'test'): meta['bigram_ppl'][split] = math.exp(_bigram_nll(data['train'], data[split], vocab_size))
-    if article_len is not None: itos.append('=')
-    return Corpus(f'synthetic-d{d}', Vocab(itos), **data, articles=arts, meta=meta)
-
-# %% ../nbs/00_data.ipynb #37a711e3
-def recall_corpus(n_train=100_000, n_valid=10_000, n_test=10_000, # tokens per split
-                  vocab_size=64, # fillers + n_content + 2 markers
-                  phrase_len=4, # words per phrase
-                  n_content=16, # C: the phrase words' vocabulary
-                  gap=60, # filler tokens at least between a phrase and its repeat
-                  p_new=0.05, # chance per free position that a phrase opens (when none is pending)
-                  p_rep=0.2, # chance per position, after the gap, that the pending phrase repeats
-                  steps=(0.5, 0.25, 0.15, 0.1), # P(delta = 1, 2, ...) of the filler walk
-                  echo=False, # write each word of a new phrase twice (`NEW c c`): the word then predicts the next token, so an LM's state holds it
-                  seed=0,
-                 ) -> Corpus:
-    "Filler walk with phrases that repeat `gap`+ tokens later after a `REP` marker; oracle perplexities and `focus` masks in `meta`."
-    F_ = vocab_size - n_content - 2
-    if F_ <= len(steps): raise ValueError(f'vocab_size {vocab_size} leaves {F_} fillers; need more than {len(steps)}')
-    if not (0 < p_new <= 1 and 0 < p_rep <= 1): raise ValueError('p_new and p_rep must lie in (0, 1]')
-    rng = random.Random(seed)
-    perm = list(range(F_)); rng.shuffle(perm)            # the same filler bigrams in every split
-    NEW, REP = F_ + n_content, F_ + n_content + 1
-    itos = [f'w{i}' for i in range(F_)] + [f'c{i}' for i in range(n_content)] + ['NEW', 'REP']
-    lstep, lC = [math.log(s) for s in steps], math.log(n_content)
-    data, meta = {}, dict(oracle_ppl={}, short_memory_oracle_ppl={}, focus={}, recall_frac={}, gap=gap, seed=seed)
-    for split, n in zip(SPLITS, (n_train, n_valid, n_test)):
-        tok, lo, lr_, foc = [], [], [], []                # token, oracle log-prob, no-recall log-prob, repeated word?
-        def emit(t, o, r=None, f=False): tok.append(t); lo.append(o); lr_.append(o if r is None else r); foc.append(f)
-        walk, pending, since = rng.randrange(F_), None, 0
-        emit(perm[walk], -math.log(F_))
-        while len(tok) < n:
-            due = pending is not None and since >= gap
-            if due and rng.random() < p_rep:
-                emit(REP, math.log(p_rep))
-                for w in pending: emit(w, 0., -lC, True)
-                pending, since = None, 0
-            elif pending is None and rng.random() < p_new:
-                emit(NEW, math.log(p_new))
-                pending = [F_ + rng.randrange(n_content) for _ in range(phrase_len)]
-                for w in pending:
-                    emit(w, -lC)
-                    if echo: emit(w, 0.)                   # the echo is certain given the word before it
-                since = 0
-            else:                                          # a filler: P(no event here) * P(step)
-                delta = rng.choices(range(1, len(steps) + 1), steps)[0]
-                walk = (walk + delta) % F_
-                stay = math.log(1 - p_rep) if due else (0. if pending is not None else math.log(1 - p_new))
-                emit(perm[walk], stay + lstep[delta - 1])
-                since += pending is not None
-        data[split] = torch.tensor(tok[:n])
-        meta['focus'][split] = torch.tensor(foc[:n])
-        meta['oracle_ppl'][split] = math.exp(-sum(lo[1:n]) / (n - 1))
-        meta['short_memory_oracle_ppl'][split] = math.exp(-sum(lr_[1:n]) / (n - 1))   # no recall: repeated words at 1/C
-        meta['recall_frac'][split] = sum(foc[1:n]) / (n - 1)
-    return Corpus(f'recall-g{gap}', Vocab(itos), **data, meta=meta)
-
-# %% ../nbs/00_data.ipynb #373a73ed
-@functools.lru_cache(maxsize=4)
-def lm_corpus(name: str, # 'ptb', 'wikitext-2', 'wikitext-103' or 'synthetic'
-              data_path: str | None = None, # folder holding the corpora (default: `data_dir()`)
-              seed: int = 0, # the synthetic corpus's generator seed
-             ) -> Corpus:
-    "A language-modelling corpus by name, cached per process; 'synthetic' is the 20k/2k/2k-token long-range corpus."
-    if name == 'synthetic': return synthetic_corpus(n_train=20_000, n_valid=2_000, n_test=2_000, seed=seed)
-    return load_corpus(name, data_path)

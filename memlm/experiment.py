@@ -4,23 +4,20 @@
 
 # %% ../nbs/05_experiment.ipynb #db5b2726
 from __future__ import annotations
-import contextlib, fcntl, hashlib, json, multiprocessing as mp, os, shutil, signal, socket, statistics, time, traceback
-from concurrent.futures import ProcessPoolExecutor, as_completed
+import contextlib, fcntl, hashlib, json, os, shutil, signal, socket, time
 from dataclasses import dataclass, field, fields, is_dataclass, asdict, replace
 from pathlib import Path
 from typing import Any, Callable
 import torch
 from .registry import (check_scale, results_dir, provenance, write_json, _jsonable, get_device,
-                            seed_everything, keep_freed_memory, flush_denormals, markdown_table)
+                            seed_everything, keep_freed_memory, flush_denormals)
 from .train import fit, save_checkpoint, TimeLimitReached, Interrupted
 
 # %% auto #0
 __all__ = ['NotebookParams', 'snapshot', 'read_params', 'fn_name', 'stable_key', 'key_name', 'type_name', 'config_dict',
            'key_dict', 'content_key', 'data_identity', 'Spec', 'borrow', 'ckpt_home', 'stop_reason', 'fit_summary',
            'RunContext', 'ToyConfig', 'toy_regression', 'runs_dir', 'keep_weights', 'final_weights', 'best_checkpoint',
-           'CorruptRecordError', 'load_record', 'run_lock', 'lock_holder', 'execute', 'Results', 'Plan', 'paper_plan',
-           'run_named', 'plan_status', 'mean_sd', 'aggregate', 'paired_diff', 'row_metrics', 'run_lists', 'fmt_ms',
-           'matched_epochs', 'matched_epochs_plot', 'global_reads', 'adopt']
+           'CorruptRecordError', 'load_record', 'run_lock', 'lock_holder', 'execute', 'global_reads', 'adopt']
 
 # %% ../nbs/05_experiment.ipynb #3edf2536
 @dataclass
@@ -198,7 +195,8 @@ class ToyConfig:
 
 def toy_regression(cfg: ToyConfig, seed: int, ctx: RunContext) -> dict:
     "Fit an MLP to y = sin(x @ w); returns the best validation loss and the final training loss."
-    from memlm.train import BatchTask, TrainConfig
+    from memlm.train import TrainConfig
+    from memlm.tasks import BatchTask
     g = torch.Generator().manual_seed(1234)                    # the data do not depend on the seed
     w = torch.randn(cfg.dim, 1, generator=g)
     x = torch.randn(cfg.n + cfg.n // 4, cfg.dim, generator=g); y = torch.sin(x @ w).squeeze(1)
@@ -372,330 +370,6 @@ def _execute_locked(spec, root, d, rec, deadline, rerun, device) -> dict:
     if isinstance(stopped, Interrupted): raise stopped                 # Ctrl-C / kill: recorded and checkpointed; the caller stops too
     return rec
 
-
-# %% ../nbs/05_experiment.ipynb #80229721
-def _worker_init(threads: int | None):
-    if threads: torch.set_num_threads(threads)
-
-def _worker_run(spec: Spec, root: str, deadline, rerun: bool, device: str) -> dict:
-    try: return execute(spec, Path(root), deadline=deadline, rerun=rerun, device=device)
-    except Interrupted: raise
-    except Exception: raise RuntimeError(f'run {spec.folder} failed:\n{traceback.format_exc()}') from None
-
-class Results(dict):
-    "Records of a plan's runs, by run folder; look them up with the `Spec`."
-    def __init__(self, specs: list[Spec], records: dict, remaining: list[Spec]):
-        super().__init__(records); self.specs, self.remaining, self.corrupt = specs, remaining, []
-    def __getitem__(self, spec): return super().__getitem__(spec.folder if isinstance(spec, Spec) else spec)
-    def done(self, spec: Spec) -> bool: return spec.folder in self and dict.__getitem__(self, spec.folder)['status'] == 'done'
-    def metrics(self, specs: list[Spec]) -> list[dict]:
-        "The metrics of those `specs` that finished (in order)."
-        return [self[s]['metrics'] for s in specs if self.done(s)]
-    def by_name(self, specs: list[Spec]) -> dict[str, list[dict]]:
-        "The finished runs' metrics grouped by run name (a table's rows; the seeds are the list)."
-        out = {}
-        for s in specs:
-            if self.done(s): out.setdefault(s.row, []).append(self[s]['metrics'])
-        return out
-    def seeds(self, specs: list[Spec]) -> dict[int, dict]:
-        "The finished runs' metrics by seed (the specs of one table row)."
-        return {s.seed: self[s]['metrics'] for s in specs if self.done(s)}
-    def by_seed(self, specs: list[Spec]) -> dict[str, dict[int, dict]]:
-        "The finished runs' metrics by run name, then seed: what `paired_diff` compares."
-        out = {}
-        for s in specs:
-            if self.done(s): out.setdefault(s.row, {})[s.seed] = self[s]['metrics']
-        return out
-    def table_metrics(self, specs: list[Spec], keys=None) -> dict:
-        "`row_metrics` of every name among `specs`: what an aggregated record holds."
-        return {k: v for name, ms in self.by_name(specs).items() for k, v in row_metrics(name, ms, keys).items()}
-    @property
-    def complete(self) -> bool: return all(self.done(s) for s in self.specs)
-    def status(self) -> str:
-        n = len(self.specs); ok = sum(self.done(s) for s in self.specs)
-        inc = [s.folder for s in self.specs if s.folder in self and not self.done(s)]
-        out = f'{ok}/{n} runs done'
-        if inc: out += f'; {len(inc)} interrupted at the time limit (checkpointed): {", ".join(inc)}'
-        if self.remaining: out += f'; {len(self.remaining)} not started: {", ".join(s.folder for s in self.remaining)}'
-        if ok < n: out += '. Execute the notebook again to continue.'
-        return out
-
-@dataclass
-class Plan:
-    "The runs of a notebook's parts at one scale."
-    paper: str                                 # the notebook's short name, e.g. 'dynamic_skip'
-    scale: str
-    parts: dict = field(default_factory=dict)  # part -> list of Spec (empty: a part computed in the notebook)
-    root: Path | None = None                   # default: results/<scale>/<paper>/runs
-    retired: list = field(default_factory=list)  # recorded runs of a former recipe: still found (kept, indexed), never run
-    def __post_init__(self):
-        check_scale(self.scale)
-        self.root = Path(self.root) if self.root else runs_dir(self.paper, self.scale)
-    def part_names(self, parts=None) -> list[str]:
-        "`parts` (default all) checked against the plan's: an unknown one fails with the valid ones."
-        parts = list(self.parts) if parts is None else list(parts)
-        bad = [p for p in parts if p not in self.parts]
-        if bad: raise ValueError(f"unknown part(s) {', '.join(map(repr, bad))}; valid parts: {', '.join(self.parts)}")
-        return parts
-    def specs(self, parts=None) -> list[Spec]:
-        "The distinct runs of `parts` (default all), in plan order; `extends` sources come first."
-        out = {}
-        def add(s):
-            if s.extends is not None and s.extends.home != s.home: raise ValueError(f'{s.folder} extends {s.extends.folder}, which lives in another home')
-            for r in self.requires(s): add(r)
-            out.setdefault(s.folder, s)
-        for p in self.part_names(parts):
-            for s in self.parts[p]: add(s)
-        return list(out.values())
-
-    def requires(self, s: Spec) -> list[Spec]:
-        "The runs `s` extends or needs and that are not ready for it: a branch (`from_epoch`) needs only its trunk's kept checkpoint."
-        return [r for r in _requires(s) if not (r is s.extends and s.from_epoch is not None and _snapshot_dir(self.dir(r), s).exists())]
-
-    def dir(self, s: Spec) -> Path:
-        "The folder of run `s`: in this plan's runs folder, or in its home paper's (`<scale>/<home>/runs`, beside this plan's)."
-        return (self.root if not s.home or s.home == self.paper else self.root.parent.parent/s.home/'runs')/s.folder
-
-    def run(self, parts=None, *, workers: int = 1, time_limit_s: float | None = None, rerun: bool = False,
-            device=None, margin_s: float | None = None, progress: bool = True, wait_locked: bool = False) -> Results:
-        """Execute the missing runs of `parts`; returns their records (and what remains when the time limit hits). A run another
-        process trains now (its folder locked) is left to it and listed as remaining (`wait_locked=True`: wait for it), so a
-        report rendered during a campaign does not block."""
-        t0 = time.time()
-        rerun = rerun or self.scale == 'smoke'     # smoke runs test the code: never served from a cache
-        specs = self.specs(parts)
-        margin = margin_s if margin_s is not None else (min(120., 0.05 * time_limit_s) if time_limit_s else 0.)
-        deadline = t0 + time_limit_s - margin if time_limit_s is not None else None   # 0: start nothing, read the records
-        device = str(device or get_device())
-        records, remaining, corrupt, todo, elsewhere = {}, [], [], [], []
-        for s in specs:
-            try: rec = load_record(self.dir(s))
-            except CorruptRecordError as e: corrupt.append(s); print(f'skipped: {e}', flush=True); continue
-            if rec is not None and rec['status'] == 'done' and not rerun: records[s.folder] = rec
-            elif not wait_locked and (who := lock_holder(self.dir(s))):   # another process trains it now: not waited for
-                elsewhere.append(s); print(f'{s.folder}: running elsewhere ({who}); not waited for', flush=True)
-            else: todo.append(s)
-        if progress:
-            reused = [s.folder for s in specs if s.folder in records]
-            print(f'{self.paper} ({self.scale}): {len(reused)} of {len(specs)} runs reused from their records'
-                  + (f' ({", ".join(reused)})' if reused and len(reused) <= 8 else '') + (f', {len(todo)} to run' if todo else ', nothing to run'), flush=True)
-        if workers <= 1 or len(todo) <= 1:
-            for s in todo:
-                if deadline is not None and time.time() >= deadline or not self._ready(s, records): remaining.append(s); continue
-                records[s.folder] = execute(s, self.dir(s).parent, deadline=deadline, rerun=rerun, device=device)
-                if progress: print(_run_line(records[s.folder], s))
-        else:
-            local = sorted({fn_name(s.fn) for s in todo if s.fn.__module__ == '__main__'})
-            if local: raise ValueError(f'worker processes cannot import {local}: export experiment functions to a module (or use workers=1)')
-            todo = self._waves(todo)
-            ngpu = torch.cuda.device_count() if device.startswith('cuda') else 0
-            ctx = mp.get_context('spawn')
-            with ProcessPoolExecutor(workers, mp_context=ctx, initializer=_worker_init, initargs=(None if ngpu else 1,)) as ex:
-                for wave in todo:
-                    futs = {}
-                    for i, s in enumerate(wave):
-                        if deadline is not None and time.time() >= deadline or not self._ready(s, records): remaining.append(s); continue
-                        dev = f'cuda:{i % ngpu}' if ngpu else device
-                        futs[ex.submit(_worker_run, s, str(self.dir(s).parent), deadline, rerun, dev)] = s
-                    for f in as_completed(futs):
-                        s = futs[f]; records[s.folder] = f.result()
-                        if progress: print(_run_line(records[s.folder], s))
-        res = Results(specs, {s.folder: records[s.folder] for s in specs if s.folder in records}, remaining + elsewhere + corrupt)   # plan order
-        res.corrupt = [s.folder for s in corrupt]
-        if progress and not res.complete: print(res.status())
-        return res
-
-    def _ready(self, s: Spec, records: dict) -> bool:
-        "Whether everything `s` extends or needs has finished (or, for a branch, kept its checkpoint)."
-        return all(records.get(r.folder, {}).get('status') == 'done' for r in self.requires(s))
-
-    def _waves(self, todo: list[Spec]) -> list[list[Spec]]:
-        "Split runs into waves so that a run goes after the runs it extends or needs."
-        waves, left = [], list(todo)
-        while left:
-            pending = {t.folder for t in left}
-            wave = [s for s in left if not any(r.folder in pending for r in self.requires(s))]
-            if not wave: raise ValueError(f'circular run dependencies among {sorted(pending)}')
-            waves.append(wave); left = [s for s in left if s not in wave]
-        return waves
-
-def _requires(s: Spec) -> list[Spec]: return ([s.extends] if s.extends is not None else []) + list(s.needs)
-
-def _run_line(rec: dict, s: Spec) -> str:
-    m = rec.get('metrics') or {}
-    shown = ', '.join(f'{k} {v:.4g}' for k, v in list(m.items())[:4] if isinstance(v, (int, float)))
-    return f"  {s.folder}: {rec['status']}, {rec.get('epochs')} epochs ({rec.get('stop_reason')}), {rec['train_time_s']:.0f}s train; {shown}"
-
-# %% ../nbs/05_experiment.ipynb #9282ca21
-def _run_item(it: str) -> tuple[str, int]:
-    "'name:seed' -> (name, seed)."
-    name, sep, seed = it.rpartition(':')
-    if not sep or not seed.lstrip('-').isdigit(): raise ValueError(f"run {it!r}: expected 'name:seed', e.g. 'lstm:0'")
-    return name, int(seed)
-
-def _select(self: Plan, items: list[str]) -> Plan:
-    """The plan of the runs named `'name:seed'` (or `'label:seed'`) in `items`, in that order, as one part 'selected'; unknown names
-    fail with the valid ones. A name two parts share (a former recipe's runs kept beside the new ones) means the first part's run;
-    the other answers to its label."""
-    by = {}
-    for s in self.specs():
-        for n in dict.fromkeys((s.row, s.name)): by.setdefault((n, s.seed), s)   # a borrowed run answers to its name and its label
-    names = sorted({n for n, _ in by})
-    out = []
-    for name, seed in map(_run_item, items):
-        if name not in names: raise ValueError(f"unknown run name {name!r} in {self.paper} ({self.scale}); valid names: {', '.join(names)}")
-        s = by.get((name, seed))
-        if s is None: raise ValueError(f"{name} has no seed {seed} in this plan; its seeds: {sorted(k[1] for k in by if k[0] == name)}")
-        out.append(s)
-    return Plan(self.paper, self.scale, {'selected': out}, root=self.root)
-Plan.select = _select
-
-def paper_plan(paper: str, scale: str, seeds: list[int], data_path: str | None = None) -> Plan:
-    "`memlm.<paper>.make_plan(scale, seeds, data_path)`: a paper notebook's plan, by the paper's name."
-    import importlib
-    return importlib.import_module(f'memlm.{paper}').make_plan(scale, seeds, data_path)
-
-def run_named(paper: str, scale: str, items: list[str], workers: int = 1, time_limit_s: float | None = None,
-              data_path: str | None = None, seeds: list[int] | None = None, executor: str = 'process', rerun: bool = False) -> Results:
-    """Run the runs `'name:seed'` of `memlm.<paper>`'s plan at `scale`, built for `seeds` (None: the seeds named), so that a seed
-    the plan does not have is refused; `executor` 'local' or 'slurm' submits them as submitit jobs (`memlm.cluster`). `rerun`: train
-    the named runs again even where they have a record (a finished run whose weights are not on this machine)."""
-    plan = paper_plan(paper, scale, sorted(set(seeds)) if seeds is not None else sorted({seed for _, seed in map(_run_item, items)}), data_path)
-    sel = plan.select(items)
-    if executor in ('local', 'slurm'):
-        from memlm.cluster import submit_plan
-        return submit_plan(sel, executor=executor)
-    if executor != 'process': raise ValueError(f"unknown executor {executor!r}: use 'process', 'local' or 'slurm'")
-    return sel.run(workers=workers, time_limit_s=time_limit_s, rerun=rerun)
-
-# %% ../nbs/05_experiment.ipynb #b385c71d
-def _finished(self: Plan, res: Results | None = None, parts=None) -> Results:
-    "The records of the runs listed in `parts` (default all): this execution's (`res`) where it has them, else the ones on disk."
-    specs = list({s.folder: s for p in self.part_names(parts) for s in self.parts[p]}.values())   # without what they extend or need
-    recs = {s.folder: res[s] if res is not None and s.folder in res else _record_or_warn(self.dir(s)) for s in specs}
-    return Results(specs, {k: v for k, v in recs.items() if v is not None}, [])
-
-def _record_or_warn(d: Path) -> dict | None:
-    "A run's record for rendering: a corrupt one is named (with the way out) and left out, as if not run."
-    try: return load_record(d)
-    except CorruptRecordError as e: print(f'left out: {e}', flush=True); return None
-Plan.finished = _finished
-
-def _logged_epochs(d: Path) -> int:
-    "Epochs a run's logs hold (all stages): how far an unfinished run got."
-    return sum(1 for f in d.glob('*.log.jsonl') for line in f.read_text().splitlines() if line.strip())
-
-def _run_hours(r: dict) -> float | None:
-    "Hours a finished run took: its training time, or its wall time where that is longer (evaluation-only runs train for 0 s)."
-    t = max(r.get('train_time_s') or 0, r.get('wall_time_s') or 0)
-    return t / 3600 if t else None
-
-def _status_rows(self: Plan, parts=None) -> list[dict]:
-    """One row per run of `parts` (default all, with what they need), read from disk: done, incomplete or not started, with epochs
-    and why it stopped; a run not done has `est_h`, the median hours of the same run's finished seeds (None without one)."""
-    rows, names, hours = [], [], {}
-    for s in self.specs(parts):
-        d = self.dir(s)
-        try: r = load_record(d) or {}
-        except CorruptRecordError as e: r = dict(status='corrupt'); print(e, flush=True)
-        status = r.get('status') if r.get('status') not in (None, 'incomplete') else None
-        if status is None and (who := lock_holder(d)): status = f'running ({who})'
-        status = status or r.get('status') or ('interrupted (checkpointed)' if ckpt_home(d).exists() else 'not started')
-        if status == 'done' and (h := _run_hours(r)): hours.setdefault(s.name, []).append(h)
-        names.append(s.name)
-        rows.append(dict(run=s.folder, home=s.home or self.paper, status=status,
-                         epochs=r.get('epochs') if status == 'done' else (_logged_epochs(d) if d.exists() else None),
-                         stopped=r.get('stop_reason'), train_h=round(r['train_time_s'] / 3600, 2) if r.get('train_time_s') else None,
-                         est_h=None, device=(r.get('provenance') or {}).get('device')))
-    for row, name in zip(rows, names):
-        if row['status'] != 'done' and name in hours: row['est_h'] = round(statistics.median(hours[name]), 2)
-    return rows
-Plan.status_rows = _status_rows
-
-def plan_status(paper: str, scale: str, seeds=(0, 1, 2), data_path: str | None = None, parts=None) -> str:
-    "Where `memlm.<paper>`'s plan at `scale` stands (for `seeds`): a markdown table of its runs and the counts (`make status`)."
-    rows = paper_plan(paper, scale, list(seeds), data_path).status_rows(parts)
-    n = {k: sum(r['status'] == k for r in rows) for k in dict.fromkeys(r['status'] for r in rows)}
-    left = [r for r in rows if r['status'] != 'done']
-    est = sum(r['est_h'] for r in left if r['est_h']); unknown = sum(not r['est_h'] for r in left)
-    eta = ((f"; left: about {est:.1f} h for {len(left) - unknown} runs whose other seeds finished (one process each; their devices are in the table)"
-            + (f", {unknown} without an estimate" if unknown else '')) if unknown < len(left) else f'; {len(left)} left, without an estimate') if left else ''
-    return (markdown_table(rows, list(rows[0])) if rows else '_no runs_\n') + f"\n{paper} ({scale}): " + ', '.join(f'{v} {k}' for k, v in n.items()) + eta
-
-# %% ../nbs/05_experiment.ipynb #3a32e7e1
-def mean_sd(xs) -> tuple[float, float]:
-    "Mean and sample standard deviation (0 for one value)."
-    xs = [float(x) for x in xs]
-    if not xs: return (float('nan'), float('nan'))
-    return statistics.mean(xs), statistics.stdev(xs) if len(xs) > 1 else 0.
-
-def aggregate(metrics: list[dict], keys=None) -> dict:
-    "`{key: dict(mean, sd, n)}` over a list of metric dicts (numeric keys present in all of them)."
-    if not metrics: return {}
-    keys = keys or [k for k, v in metrics[0].items() if isinstance(v, (int, float)) and not isinstance(v, bool)
-                    and all(k in m for m in metrics)]
-    out = {}
-    for k in keys:
-        mu, sd = mean_sd(m[k] for m in metrics)
-        out[k] = dict(mean=mu, sd=sd, n=len(metrics))
-    return out
-
-def paired_diff(name: str, a: dict[int, dict], b: dict[int, dict], key: str, relative: bool = False) -> dict:
-    "`name`, `name_std`, `name_n`: over the seeds both rows have, `a[seed][key] - b[seed][key]` (relative: `100 (a/b - 1)`); {} if none."
-    d = [100 * (a[s][key] / b[s][key] - 1) if relative else a[s][key] - b[s][key] for s in a if s in b]
-    if not d: return {}
-    mu, sd = mean_sd(d)
-    return {name: mu, f'{name}_std': sd, f'{name}_n': len(d)}
-
-def row_metrics(row: str, metrics: list[dict], keys=None) -> dict:
-    "Aggregated metrics flattened for a record: `<row>/<key>`, `<row>/<key>_std`, `<row>/<key>_n`."
-    out = {}
-    for k, a in aggregate(metrics, keys).items():
-        out[f'{row}/{k}'], out[f'{row}/{k}_std'], out[f'{row}/{k}_n'] = a['mean'], a['sd'], a['n']
-    return out
-
-def run_lists(res: 'Results', specs: list[Spec]) -> dict:
-    "`runs` (finished) and `missing` (unfinished) folders of `specs`, for `Experiment.record(..., **run_lists(res, specs))`."
-    return dict(runs=[s.folder for s in specs if res.done(s)], missing=[s.folder for s in specs if not res.done(s)])
-
-# %% ../nbs/05_experiment.ipynb #cf58dcda
-def fmt_ms(metrics: dict, key: str, digits: int = 1, unit: str = '') -> str:
-    "'79.5 ± 2.5% (3 seeds)' from a record's `<key>`, `<key>_std`, `<key>_n`; '(not run)' when absent."
-    v = metrics.get(key)
-    if v is None: return '(not run)'
-    sd, n = metrics.get(f'{key}_std'), metrics.get(f'{key}_n')
-    out = f'{v:.{digits}f}{unit}'
-    if n and n > 1: out = f'{v:.{digits}f} ± {sd:.{digits}f}{unit} ({n} seeds)'
-    elif n == 1: out += ' (1 seed)'
-    return out
-
-# %% ../nbs/05_experiment.ipynb #4ecb4027
-def matched_epochs(plan: 'Plan', a: list[Spec], b: list[Spec], key: str = 'val_ppl', relative: bool = True, stage: str = 'train') -> list[dict]:
-    """Per epoch, `b − a` on validation paired by seed (relative: `100 (b/a − 1)`): epoch, mean, sd, n, lo, hi (95 % t-interval),
-    over the seeds both arms have logged that far. `a`, `b`: the specs of the two arms (one per seed)."""
-    from memlm.stats import t_interval
-    def curve(s):
-        f = plan.dir(s)/f'{stage}.log.jsonl'
-        return {h['epoch']: h[key] for h in map(json.loads, f.read_text().splitlines()) if key in h} if f.exists() else {}
-    A, B = {s.seed: curve(s) for s in a}, {s.seed: curve(s) for s in b}
-    out = []
-    for e in sorted({e for c in B.values() for e in c}):
-        d = [100 * (B[s][e] / A[s][e] - 1) if relative else B[s][e] - A[s][e] for s in B if s in A and e in A[s] and e in B[s]]
-        if not d: continue
-        mu, sd = mean_sd(d); ci = t_interval(mu, sd, len(d))
-        out.append(dict(epoch=e, mean=mu, sd=sd, n=len(d), lo=ci[0] if ci else None, hi=ci[1] if ci else None))
-    return out
-
-def matched_epochs_plot(rows: list[dict], label: str, ax=None, unit: str = '%'):
-    "The matched-epoch paired difference with its interval band, zero marked."
-    import matplotlib.pyplot as plt
-    ax = ax or plt.subplots(figsize=(5.5, 3.2))[1]
-    ep = [r['epoch'] for r in rows]
-    ax.plot(ep, [r['mean'] for r in rows], 'o-', ms=3, label=label)
-    band = [r for r in rows if r['lo'] is not None]
-    if band: ax.fill_between([r['epoch'] for r in band], [r['lo'] for r in band], [r['hi'] for r in band], alpha=0.25)
-    ax.axhline(0, color='black', lw=0.8); ax.set(xlabel='epoch', ylabel=f'paired difference on validation ({unit})')
-    return ax
 
 # %% ../nbs/05_experiment.ipynb #f28fc0e5
 def global_reads(ns: dict) -> dict[str, list[str]]:

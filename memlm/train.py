@@ -7,21 +7,18 @@ from __future__ import annotations
 import contextlib, math, os, random, shutil, signal, threading, time, warnings
 from dataclasses import dataclass, asdict, field
 from pathlib import Path
-from typing import Callable, Iterable, Iterator
+from typing import Callable, Iterable
 import numpy as np
-import torch, torch.nn.functional as F
+import torch
 from torch.optim.swa_utils import AveragedModel
 from tqdm import tqdm
-from .data import batchify, bptt_batches
-from .models import detach, eval_mode, lm_forward, target_nll
-from .evaluate import evaluate, model_device
+from .evaluate import model_device
 
 # %% auto #0
-__all__ = ['TrainConfig', 'make_optimizer', 'epoch_generator', 'partial_shuffle', 'lm_loss', 'LMTask', 'accuracy', 'BatchTask',
-           'save_checkpoint', 'CorruptCheckpointError', 'load_checkpoint', 'load_model', 'rng_state', 'set_rng_state',
-           'nonmono_trigger', 'averaged_weights', 'epochs_since_improvement', 'scheduled_lr', 'decayed_lr',
-           'NonFiniteLossError', 'TimeLimitReached', 'Interrupted', 'StepInfo', 'Run', 'start_run', 'train_step',
-           'train_epoch', 'end_epoch', 'fit', 'finish']
+__all__ = ['TrainConfig', 'make_optimizer', 'epoch_generator', 'save_checkpoint', 'CorruptCheckpointError', 'load_checkpoint',
+           'load_model', 'rng_state', 'set_rng_state', 'nonmono_trigger', 'averaged_weights',
+           'epochs_since_improvement', 'scheduled_lr', 'decayed_lr', 'NonFiniteLossError', 'TimeLimitReached',
+           'Interrupted', 'StepInfo', 'Run', 'start_run', 'train_step', 'train_epoch', 'end_epoch', 'fit', 'finish']
 
 # %% ../nbs/03_train.ipynb #ebd7d26a
 @dataclass
@@ -73,155 +70,6 @@ def make_optimizer(params, cfg: TrainConfig) -> torch.optim.Optimizer:
 def epoch_generator(seed: int, epoch: int) -> torch.Generator:
     "The generator of an epoch's data randomness (order, BPTT lengths, shuffles)."
     return torch.Generator().manual_seed(seed * 1_000_003 + epoch)
-
-# %% ../nbs/03_train.ipynb #5c8d4652
-def partial_shuffle(source: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
-    "Rotate every column of a batchified `source[T,B]` by its own random offset (Press 2019)."
-    T, B = source.shape
-    shift = torch.randint(0, T, (B,), generator=gen).to(source.device)
-    idx = (torch.arange(T, device=source.device)[:, None] + shift[None, :]) % T
-    return source.gather(0, idx)
-
-def lm_loss(out, y: torch.Tensor, alpha: float = 0., beta: float = 0.):
-    "NLL of `y` under `out.logp`, and the loss with AR (dropped last layer) and TAR (raw last layer) added."
-    nll = target_nll(out.logp, y)               # `logp` [T, B, V], or the targets' entries alone [T, B] (the contract)
-    loss = nll
-    if alpha: loss = loss + alpha * out.outputs[-1].pow(2).mean()
-    if beta and out.raw_outputs[-1].size(0) > 1:  # a one-step window (end of the stream) has no pair
-        h = out.raw_outputs[-1]
-        loss = loss + beta * (h[1:] - h[:-1]).pow(2).mean()
-    return loss, nll
-
-# %% ../nbs/03_train.ipynb #b927a37a
-class LMTask:
-    "Language modelling on a 1-D token stream: stateful BPTT windows, state carried and detached."
-    ppl = True  # report perplexities
-    def __init__(self,
-                 train: torch.Tensor,               # 1-D training stream
-                 valid: torch.Tensor | None = None, # 1-D validation stream (None: no validation)
-                 valid_articles=None,               # article starts in `valid`: reset the state there (eval batch 1)
-                 train_articles=None,               # article starts in `train`: windows carry reset[T,B] there (model(x, h, reset=))
-                ):
-        self.train, self.valid, self.valid_articles, self.hidden = train, valid, valid_articles, None
-        self.train_articles = train_articles
-
-    def setup(self, model, cfg: TrainConfig):
-        "Batchify the training stream on the model's device."
-        self.cfg, self.device = cfg, model_device(model)
-        self.source = batchify(self.train, cfg.batch_size).to(self.device)
-        self.starts = None
-        if self.train_articles is not None and len(self.train_articles):
-            if cfg.partial_shuffle: raise ValueError('article resets (train_articles) do not support partial_shuffle')
-            s = torch.as_tensor(self.train_articles, dtype=torch.long)
-            starts = torch.zeros(len(self.train), dtype=torch.bool)
-            starts[(s - 1)[s >= 1]] = True          # on the input that predicts an article's first word, as `evaluate` cuts
-            self.starts = batchify(starts, cfg.batch_size).to(self.device)
-
-    def n_batches(self) -> int: return math.ceil((len(self.source) - 1) / self.cfg.bptt)
-
-    def batches(self, epoch: int, gen: torch.Generator) -> Iterator:
-        "The epoch's `(x, y)` windows (`(x, y, reset)` with `train_articles`); starts every epoch from a zero state."
-        self.hidden = None
-        src = partial_shuffle(self.source, gen) if self.cfg.partial_shuffle else self.source
-        it = bptt_batches(src, self.cfg.bptt, variable=self.cfg.variable_bptt, gen=gen, max_len=self.cfg.max_bptt)
-        return it if self.starts is None else self._with_resets(it)
-
-    def _with_resets(self, it):
-        i = 0
-        for x, y in it: yield x, y, self.starts[i:i + len(x)]; i += len(x)
-
-    def lr_scale(self, batch) -> float:
-        return len(batch[0]) / self.cfg.bptt if self.cfg.variable_bptt else 1.
-
-    def loss(self, model, batch):
-        "`(loss, out, nll, n)`: regularised loss, model output, plain NLL and number of targets."
-        x, y, *reset = batch
-        out = lm_forward(model, x, self.hidden, reset[0] if reset else None, targets=y)
-        self.hidden = detach(out.hidden)
-        loss, nll = lm_loss(out, y, self.cfg.alpha, self.cfg.beta)
-        return loss, out, nll, y.numel()
-
-    def evaluate(self, model) -> dict | None:
-        if self.valid is None: return None
-        return evaluate(model, self.valid, self.cfg.eval_batch_size, self.cfg.bptt, self.valid_articles)
-
-    def state_dict(self) -> dict: return dict(hidden=self.hidden)
-    def load_state_dict(self, d: dict): self.hidden = _to_device(d['hidden'], self.device)
-
-# %% ../nbs/03_train.ipynb #9f7af5dd
-def _to_device(x, device):
-    "Move the tensors of a nested tuple/list/dict to `device`."
-    if isinstance(x, torch.Tensor): return x.to(device)
-    if isinstance(x, dict): return {k: _to_device(v, device) for k, v in x.items()}
-    if isinstance(x, (list, tuple)): return type(x)(*(_to_device(v, device) for v in x)) if hasattr(x, '_fields') \
-        else type(x)(_to_device(v, device) for v in x)
-    return x
-
-def _first_dim(x) -> int:
-    "Batch size of a batch: the first dimension of its first tensor."
-    if isinstance(x, torch.Tensor): return x.size(0)
-    for v in (x.values() if isinstance(x, dict) else x):
-        n = _first_dim(v)
-        if n is not None: return n
-
-def accuracy(out, batch) -> torch.Tensor:
-    "Fraction of rows of `out` whose argmax is the label `batch[-1]`."
-    return (out.argmax(-1) == batch[-1]).float().mean()
-
-# %% ../nbs/03_train.ipynb #dc5663de
-class BatchTask:
-    "iid (classification or tagging) batches, shuffled every epoch, with a user loss."
-    ppl = False
-    def __init__(self,
-                 train,                    # tuple of tensors with a common first dim, or a list of examples
-                 valid=None,               # the same for validation (None: no validation)
-                 loss_fn: Callable | None = None,  # loss_fn(out, batch) -> scalar; default cross-entropy vs batch[-1]
-                 forward: Callable | None = None,  # forward(model, batch) -> out; default model(batch[0])
-                 collate: Callable | None = None,  # collate(list of examples) -> batch (for lists of examples)
-                 metrics: dict | None = None,      # name -> fn(out, batch) -> batch mean; default {'acc': accuracy}
-                 evaluate: Callable | None = None, # evaluate(model) -> dict with cfg.monitor; replaces the default
-                ):
-        self.train, self.valid, self.collate, self.custom_eval = train, valid, collate, evaluate
-        self.forward = forward or (lambda model, batch: model(batch[0]))
-        self.loss_fn = loss_fn or (lambda out, batch: F.cross_entropy(out, batch[-1]))
-        self.metrics = metrics if metrics is not None else ({} if loss_fn else {'acc': accuracy})
-
-    def setup(self, model, cfg: TrainConfig): self.cfg, self.device = cfg, model_device(model)
-    def _len(self, data): return len(data[0]) if isinstance(data, tuple) else len(data)
-    def _take(self, data, idx):
-        if isinstance(data, tuple): return tuple(t[idx] for t in data)
-        ex = [data[i] for i in idx.tolist()]
-        return self.collate(ex) if self.collate else ex
-    def _iter(self, data, bs, order):
-        for i in range(0, len(order), bs): yield _to_device(self._take(data, order[i:i + bs]), self.device)
-
-    def n_batches(self) -> int: return math.ceil(self._len(self.train) / self.cfg.batch_size)
-    def batches(self, epoch: int, gen: torch.Generator) -> Iterator:
-        return self._iter(self.train, self.cfg.batch_size, torch.randperm(self._len(self.train), generator=gen))
-    def lr_scale(self, batch) -> float: return 1.
-
-    def loss(self, model, batch):
-        "`(loss, out, loss, n)` for one batch."
-        out = self.forward(model, batch)
-        loss = self.loss_fn(out, batch)
-        return loss, out, loss, _first_dim(batch)
-
-    @torch.no_grad()
-    def evaluate(self, model) -> dict | None:
-        "Example-weighted mean loss and metrics over the validation set (model in eval mode)."
-        if self.custom_eval is not None: return self.custom_eval(model)
-        if self.valid is None: return None
-        sums, n = dict.fromkeys(['loss', *self.metrics], 0.), 0
-        with eval_mode(model):
-            for batch in self._iter(self.valid, self.cfg.eval_batch_size, torch.arange(self._len(self.valid))):
-                out, k = self.forward(model, batch), _first_dim(batch)
-                sums['loss'] += float(self.loss_fn(out, batch)) * k
-                for name, fn in self.metrics.items(): sums[name] += float(fn(out, batch)) * k
-                n += k
-        return {name: v / n for name, v in sums.items()}
-
-    def state_dict(self) -> dict: return {}
-    def load_state_dict(self, d: dict): pass
 
 # %% ../nbs/03_train.ipynb #397ed821
 def save_checkpoint(obj: dict, path) -> Path:

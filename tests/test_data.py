@@ -6,8 +6,9 @@ from collections import Counter
 import pytest
 import torch
 
-from memlm.data import (SOURCES, SPLITS, ChecksumError, data_dir, ensure_corpus, has_corpus, iob1_to_bioes, load_corpus,
-                        read_conll2003, repo_root, split_articles)
+from memlm.data import SOURCES, SPLITS, ChecksumError, data_dir, ensure_corpus, has_corpus, load_corpus, repo_root, split_articles
+
+from memlm.corpora import iob1_to_bioes, read_conll2003
 
 torch.set_num_threads(1)
 

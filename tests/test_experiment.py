@@ -8,7 +8,8 @@ ROOT = Path(__file__).resolve().parent.parent
 JOB = textwrap.dedent('''
     import sys, torch
     torch.set_num_threads(1)
-    from memlm.experiment import Plan, Spec, ToyConfig, toy_regression
+    from memlm.experiment import Spec, ToyConfig, toy_regression
+    from memlm.plan import Plan
     specs = [Spec(toy_regression, ToyConfig(epochs=3, sleep_s=0.4), seed=s, name='toy') for s in (0, 1)]
     res = Plan('demo', 'cpu', {'t': specs}, root=sys.argv[1]).run(device='cpu', progress=False)
     print('complete' if res.complete else 'incomplete')

@@ -3,7 +3,9 @@ import os, signal, subprocess, sys, textwrap
 from pathlib import Path
 import pytest, torch
 
-from memlm.train import TrainConfig, LMTask, BatchTask, fit, load_checkpoint, NonFiniteLossError
+from memlm.train import TrainConfig, fit, load_checkpoint, NonFiniteLossError
+
+from memlm.tasks import LMTask, BatchTask
 
 ROOT = Path(__file__).resolve().parent.parent
 torch.set_num_threads(1)
@@ -14,9 +16,10 @@ torch.set_num_threads(1)
 JOB = textwrap.dedent('''
     import os, signal, sys, torch
     torch.set_num_threads(1)
-    from memlm.data import synthetic_corpus
+    from memlm.corpora import synthetic_corpus
     from memlm.models import AWDLSTM, AWDLSTMConfig
-    from memlm.train import TrainConfig, LMTask, fit
+    from memlm.train import TrainConfig, fit
+    from memlm.tasks import LMTask
     d, opt, every, kill_epoch, kill_batch = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
     corpus = synthetic_corpus(n_train=3000, n_valid=300, n_test=100, vocab_size=24)
     torch.manual_seed(0)
@@ -78,7 +81,7 @@ def test_killed_and_resumed_run_is_bitwise_identical(tmp_path, opt, every, kill,
 
 
 def _tiny_lm_task():
-    from memlm.data import synthetic_corpus
+    from memlm.corpora import synthetic_corpus
     c = synthetic_corpus(n_train=2000, n_valid=200, n_test=100, vocab_size=24)
     return LMTask(c.train, c.valid)
 
@@ -144,7 +147,7 @@ def test_callback_stop_ends_run_after_validation(tmp_path):
 
 def test_patience_counter_survives_resume(tmp_path):
     "A run interrupted between epochs stops at the same epoch as an uninterrupted one (the count is checkpointed)."
-    from memlm.data import number_prediction
+    from memlm.corpora import number_prediction
     scores = [0.5, 0.6, 0.55, 0.58, 0.59, 0.9, 0.95]
     def run(epochs, ckpt, start=0):
         it = iter(scores[start:])
