@@ -4,7 +4,7 @@
 
 # %% ../nbs/09_awd_lstm.ipynb #ccaae53c
 from __future__ import annotations
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 import torch
 from .corpora import lm_corpus
 from .models import AWDLSTM, AWDLSTMConfig
@@ -14,12 +14,12 @@ from .tasks import LMTask
 from .evaluate import evaluate, dynamic_evaluate, DynEvalConfig, gradient_stats
 from .experiment import Spec, RunContext, data_identity, final_weights
 from .plan import Plan
-from .registry import pick
+from .registry import markdown_table
 
 # %% auto #0
-__all__ = ['PARTS', 'SCHEDULE_SEARCH', 'CPU_DECAY_AT', 'CPU_TAIL', 'AWDExp', 'train_awd', 'trained_awd', 'DynEvalExp',
-           'dyneval_awd', 'ThroughputExp', 'awd_throughput', 'fixed_schedule', 'choose_schedule', 'schedule_specs',
-           'with_retired', 'awd_configs', 'make_plan']
+__all__ = ['PLATEAU_RULE', 'SCALES', 'PARTS', 'SCHEDULE_SEARCH', 'CPU_DECAY_AT', 'CPU_TAIL', 'AWDExp', 'train_awd', 'trained_awd',
+           'DynEvalExp', 'dyneval_awd', 'ThroughputExp', 'awd_throughput', 'CoreScale', 'scale_table', 'fixed_schedule',
+           'choose_schedule', 'schedule_specs', 'with_retired', 'awd_configs', 'make_plan']
 
 # %% ../nbs/09_awd_lstm.ipynb #86d0011f
 @dataclass
@@ -94,6 +94,42 @@ def awd_throughput(cfg: ThroughputExp, seed: int, ctx: RunContext) -> dict:
     tp = throughput(awd, fused, LMStep(cfg.model.vocab_size, bsz=cfg.batch_size, bptt=cfg.bptt), rounds=cfg.rounds, threads=cfg.threads)
     return dict(model_tps=tp['tokens_per_s'], baseline_tps=tp['ref_tokens_per_s'], ratio=tp['ratio'], sizes=cfg.model.layer_sizes, threads=tp['threads'])
 
+# %% ../nbs/09_awd_lstm.ipynb #dd8ae481
+@dataclass(frozen=True)
+class CoreScale:
+    "One scale of the core's recipe: what changes between scales (the rest of the recipe is the same everywhere)."
+    corpus: str                     # 'synthetic' (smoke: 64 words) or 'ptb'
+    model: AWDLSTMConfig
+    lr: float                       # SGD's learning rate
+    batch_size: int
+    bptt: int                       # mean BPTT length (variable BPTT)
+    epochs: int                     # the epoch cap (cpu: the chosen fixed schedule sets the length)
+    train: dict                     # the other TrainConfig fields this scale sets
+    finetune_epochs: int = 0        # AWD-LSTM's averaged-SGD second phase
+    tp_rounds: int = 30             # throughput: interleaved rounds
+    tp_threads: int | None = None   # throughput: torch threads (None: the process's)
+    stats_cap: int | None = None    # dynamic evaluation: batches of gradient statistics (None: the whole training set)
+
+PLATEAU_RULE = dict(lr_decay=4., lr_decay_threshold=1., patience=3, min_delta=2e-3, nt_asgd=False)   # cpu before the fixed schedule
+SCALES = {
+    'smoke': CoreScale('synthetic', AWDLSTMConfig.tiny(64, nlayers=2, emsize=32, nhid=64), lr=10., batch_size=16, bptt=20, epochs=3,
+                       train=dict(nt_asgd=True, max_steps_per_epoch=40, log_interval=10), finetune_epochs=1, tp_rounds=6, stats_cap=20),
+    'cpu': CoreScale('ptb', AWDLSTMConfig.awd_cpu(vocab_size=10_000, nlayers=2), lr=30., batch_size=20, bptt=35, epochs=40,
+                     train=PLATEAU_RULE, tp_threads=2),
+    'gpu': CoreScale('ptb', AWDLSTMConfig.awd_ptb(vocab_size=10_000), lr=30., batch_size=20, bptt=70, epochs=60, train=dict(nt_asgd=True)),
+    'paper': CoreScale('ptb', AWDLSTMConfig.awd_ptb(vocab_size=10_000), lr=30., batch_size=20, bptt=70, epochs=500,
+                       train=dict(nt_asgd=True), finetune_epochs=500)}
+
+def scale_table(scales: dict) -> str:
+    "A markdown table of a paper's scales (dataclass rows of one type): one column per scale, one row per field; models by their sizes."
+    def show(v):
+        if isinstance(v, AWDLSTMConfig): return f'{v.nlayers}×{v.nhid}, emb {v.emsize}, V {v.vocab_size}'
+        if isinstance(v, dict): return ', '.join(f'{k}={x}' for k, x in v.items()) or '–'
+        return '–' if v is None else str(v)
+    rows = [{'setting': f.name, **{k: show(getattr(s, f.name)) for k, s in scales.items()}} for f in fields(next(iter(scales.values())))]
+    return markdown_table(rows, ['setting', *scales])
+
+
 # %% ../nbs/09_awd_lstm.ipynb #f819ee63
 PARTS = ('lm', 'dynamic_eval', 'throughput', 'schedule', 'adaptive')
 
@@ -139,22 +175,14 @@ def with_retired(plan: Plan, make_plan, seeds: list[int], data_path: str | None 
     return plan
 
 def awd_configs(scale: str, data_path: str | None = None, fixed: bool = True) -> tuple[AWDExp, ThroughputExp]:
-    "The LM and throughput configs of `scale`; at cpu scale on the chosen fixed schedule (`fixed=False`: the former plateau rule)."
-    corpus = pick(scale, smoke='synthetic', default='ptb')
-    V = pick(scale, smoke=64, default=10_000)    # the synthetic corpus has 64 words, PTB 10k
-    model = pick(scale, smoke=AWDLSTMConfig.tiny(V, nlayers=2, emsize=32, nhid=64), cpu=AWDLSTMConfig.awd_cpu(vocab_size=V, nlayers=2),
-                 default=AWDLSTMConfig.awd_ptb(vocab_size=V))
-    train = TrainConfig(optimizer='sgd', lr=pick(scale, smoke=10., default=30.), clip=0.25, weight_decay=1.2e-6,
-                        batch_size=pick(scale, smoke=16, default=20), bptt=pick(scale, smoke=20, cpu=35, default=70),
-                        variable_bptt=True, alpha=2., beta=1., nt_asgd=scale != 'cpu', nonmono=5,
-                        lr_decay=pick(scale, cpu=4., default=1.), lr_decay_threshold=pick(scale, cpu=1., default=None),
-                        patience=pick(scale, cpu=3, default=None), min_delta=pick(scale, cpu=2e-3, default=0.),
-                        epochs=pick(scale, smoke=3, cpu=40, gpu=60, paper=500), max_steps_per_epoch=pick(scale, smoke=40, default=None),
-                        eval_batch_size=10, progress=False, log_interval=pick(scale, smoke=10, default=100))
+    "The LM and throughput configs of `scale` (its row of `SCALES`); at cpu scale on the chosen fixed schedule (`fixed=False`: the former plateau rule)."
+    S = SCALES[scale]
+    train = TrainConfig(optimizer='sgd', lr=S.lr, clip=0.25, weight_decay=1.2e-6, batch_size=S.batch_size, bptt=S.bptt,
+                        variable_bptt=True, alpha=2., beta=1., nonmono=5, epochs=S.epochs, eval_batch_size=10, progress=False,
+                        **(dict(log_interval=100) | S.train))
     if fixed and scale == 'cpu' and CPU_DECAY_AT is not None: train = fixed_schedule(train, CPU_DECAY_AT, CPU_TAIL)   # the chosen fixed schedule
-    lm = AWDExp(corpus=corpus, model=model, train=train, finetune_epochs=pick(scale, smoke=1, paper=500, default=0), data_path=data_path)
-    tp = ThroughputExp(model=model, batch_size=train.batch_size, bptt=train.bptt, rounds=pick(scale, smoke=6, default=30),
-                       threads=pick(scale, cpu=2, default=None))
+    lm = AWDExp(corpus=S.corpus, model=S.model, train=train, finetune_epochs=S.finetune_epochs, data_path=data_path)
+    tp = ThroughputExp(model=S.model, batch_size=train.batch_size, bptt=train.bptt, rounds=S.tp_rounds, threads=S.tp_threads)
     return lm, tp
 
 def _lm_and_dyneval(lm: AWDExp, seeds: list, did: str, stats_cap, same: dict) -> tuple[list, list]:
@@ -168,7 +196,7 @@ def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Pla
     """The runs of every part at `scale`: the LM per seed, its dynamic evaluation, one throughput measurement; at cpu scale the
     schedule search, and once it has chosen, the runs of the former plateau rule as part `adaptive` (the noise it made)."""
     lm, tp = awd_configs(scale, data_path)
-    stats_cap = pick(scale, smoke=20, default=None)
+    stats_cap = SCALES[scale].stats_cap
     did = data_identity(lm.corpus)
     search = SCHEDULE_SEARCH.get(scale)
     sched = schedule_specs(lm, 0, did, **search) if search else []   # the search ran at seed 0, whatever seeds this plan has
