@@ -88,9 +88,9 @@ def _git(*args) -> str | None:
 
 def _code_state() -> dict:
     "Commit and dirty flag of the working tree now (outputs that runs write do not count as modified code)."
-    # results/, figures/, reports/ and the README are what runs write (a run that rewrites them is not running modified code)
+    # results/, figures/, reports/, the README and RESULTS.md are what runs write (a run that rewrites them is not running modified code)
     status = _git('status', '--porcelain', '--untracked-files=no', '--', '.', ':(exclude)results', ':(exclude)figures',
-                  ':(exclude)reports', ':(exclude)README.md')
+                  ':(exclude)reports', ':(exclude)README.md', ':(exclude)RESULTS.md')
     return dict(commit=_git('rev-parse', 'HEAD'), dirty=bool(status) if status is not None else None)
 
 CODE_AT_START = _code_state()   # the code this process imported: read once, so a later commit or edit does not relabel its runs
