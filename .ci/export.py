@@ -15,6 +15,7 @@ def second_modules(nbs: Path) -> dict[str, Path]:
     "Each module some notebook writes through `#| export <module>`, with that notebook."
     found = {}
     for nb in sorted(nbs.glob('*.ipynb')):
+        if nb.name.startswith('_'): continue          # nbdev_export skips these (the paper template)
         for c in json.loads(nb.read_text(encoding='utf-8'))['cells']:
             if c['cell_type'] != 'code': continue
             for mod in EXPORT_TO.findall(''.join(c['source'])):

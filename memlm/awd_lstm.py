@@ -123,8 +123,8 @@ SCALES = {
 def scale_table(scales: dict) -> str:
     "A markdown table of a paper's scales (dataclass rows of one type): one column per scale, one row per field; models by their sizes."
     def show(v):
-        if isinstance(v, AWDLSTMConfig): return f'{v.nlayers}×{v.nhid}, emb {v.emsize}, V {v.vocab_size}'
-        if isinstance(v, dict): return ', '.join(f'{k}={x}' for k, x in v.items()) or '–'
+        if isinstance(v, AWDLSTMConfig): return f'{v.nlayers}×{v.nhid}, emb {v.emsize}, V {v.vocab_size}' + (f', MoS {v.n_experts}×{v.last_size}' if v.n_experts else '')
+        if isinstance(v, dict): return ', '.join(f'{k}={x}' for k, x in v.items()) or 'defaults'
         return '–' if v is None else str(v)
     rows = [{'setting': f.name, **{k: show(getattr(s, f.name)) for k, s in scales.items()}} for f in fields(next(iter(scales.values())))]
     return markdown_table(rows, ['setting', *scales])

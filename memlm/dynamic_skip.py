@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 # %% auto #0
-__all__ = ['NUMBER_ROWS', 'AUTHORS_RL', 'PREPOSITIONS', 'GLOVE_URL', 'PARTS', 'NER_PILOT_EPOCHS', 'NER_EPOCHS', 'NumberExp', 'number_data', 'classify_eval', 'number_model', 'train_number', 'trained_number', 'Fig4Exp', 'fig4_grad_norms', 'PTBExp', 'ptb_model', 'train_ptb', 'skip_arcs', 'Fig6Exp', 'fig6_skips', 'NERExp', 'load_glove', 'conll_data', 'sgd_momentum', 'train_ner', 'choose_ner_epochs', 'IMDBExp', 'imdb_root', 'imdb_data', 'imdb_splits', 'train_imdb', 'ThroughputExp', 'skip_throughput', 'missing_data', 'make_plan']
+__all__ = ['NUMBER_ROWS', 'AUTHORS_RL', 'PREPOSITIONS', 'GLOVE_URL', 'NER_PILOT_EPOCHS', 'NER_EPOCHS', 'SCALES', 'PARTS', 'NumberExp', 'number_data', 'classify_eval', 'number_model', 'train_number', 'trained_number', 'Fig4Exp', 'fig4_grad_norms', 'PTBExp', 'ptb_model', 'train_ptb', 'skip_arcs', 'Fig6Exp', 'fig6_skips', 'NERExp', 'load_glove', 'conll_data', 'sgd_momentum', 'train_ner', 'choose_ner_epochs', 'IMDBExp', 'imdb_root', 'imdb_data', 'imdb_splits', 'train_imdb', 'ThroughputExp', 'skip_throughput', 'DynamicSkipScale', 'missing_data', 'make_plan']
 
 # %% ../nbs/14_dynamic_skip.ipynb #5ef6d3e9
 import torch
@@ -27,7 +27,7 @@ from .evaluate import evaluate
 from .tagging import NERTagger, ner_vocabs, ner_collate, ner_f1
 from .experiment import Spec, RunContext, data_identity, best_checkpoint
 from .plan import Plan
-from .registry import pick
+from .registry import check_scale
 
 # %% ../nbs/14_dynamic_skip.ipynb #12e11650
 # Table 5's rows: the recurrent layer and its lambda, in training order (the rows the claim rests on first)
@@ -363,6 +363,60 @@ def skip_throughput(cfg: ThroughputExp, seed: int, ctx: RunContext) -> dict:
     lm = throughput(mk(make_layer('dynamic', H, H, K=cfg.K)), mk(None), LMStep(V), rounds=cfg.lm_rounds, threads=cfg.threads)
     return tp | {f'lm_H{H}/dynamic_tokens_per_s': lm['tokens_per_s'], f'lm_H{H}/lstm_tokens_per_s': lm['ref_tokens_per_s'], f'lm_H{H}/ratio': lm['ratio']}
 
+# %% ../nbs/14_dynamic_skip.ipynb #c72670f0
+NER_PILOT_EPOCHS = 80          # the schedule pilot's length (the lr divided by 1.05 every epoch: lr/50 by its end)
+NER_EPOCHS: int | None = None  # Table 2's fixed number of epochs, as `choose_ner_epochs` reads it off the pilot (None: not yet)
+
+@dataclass(frozen=True)
+class DynamicSkipScale:
+    "One scale of the paper's runs: what changes between scales (everything else is the defaults of the configs above)."
+    # Table 5, number prediction (and Figures 4 and 5, which train on its recipe)
+    number: dict                      # NumberExp fields: data size, model, and the budget every row gets (epoch cap, early stopping)
+    number_seeded_rows: tuple | None  # rows trained with every seed, the others with the first only (None: every row every seed)
+    long_epochs: int                  # number_long / number_offset_long: the length-21 budget (equal to the cap: the runs of `number`)
+    fig5_n_train: int | None          # Figure 5 (at the number rows' cap): train on the first n examples (None: all)
+    fig5_lams: tuple                  # Figure 5: the lambdas at K=10
+    fig5_Ks: tuple                    # Figure 5: the K at lambda=0.5
+    # Table 3, Penn Treebank (and Figure 6, which reads one of its models)
+    ptb: dict                         # PTBExp fields (none: Zaremba's medium model, 650 units, 39 epochs)
+    ptb_seeds: int | None             # seeds per row (None: every seed)
+    fig6_seed: int | None             # the seed of the dynamic-skip model Figure 6 reads (None: the first; see Figure 6 above)
+    # Table 2, CoNLL-2003 NER
+    ner: dict                         # NERExp fields (its epochs: the two below)
+    ner_pilot_epochs: int | None      # the schedule pilot (None: no pilot, Table 2 trains the paper's epochs)
+    ner_epochs: int | None            # Table 2's epochs (None: NER_EPOCHS, read off the pilot; no Table 2 runs until it is set)
+    ner_seeds: dict                   # seeds per row (a row not named: every seed)
+    # Table 4, IMDB; throughput
+    imdb: dict                        # IMDBExp fields
+    throughput: dict                  # ThroughputExp fields
+
+SCALES = {
+    'smoke': DynamicSkipScale(
+        number=dict(n=(600, 200, 200), hidden=24, epochs=1, patience=0), number_seeded_rows=None, long_epochs=2,
+        fig5_n_train=None, fig5_lams=(0.5, 1.0), fig5_Ks=(2, 10),
+        ptb=dict(corpus='synthetic', nhid=32, dropout=0.2, epochs=1, max_steps=12, bptt=20, lr_decay=1.2, lr_decay_start=None),
+        ptb_seeds=1, fig6_seed=None,
+        ner=dict(corpus='fixture', hidden=12, word_dim=16, patience=None), ner_pilot_epochs=3, ner_epochs=2, ner_seeds={},
+        imdb=dict(corpus='fixture', max_len=12, min_count=1, emb=8, hidden=8, epochs=1),
+        throughput=dict(sizes=((64, 20, 35),), rounds=1, steps=2, lm_vocab=200, lm_hidden=64, lm_rounds=2)),
+    'cpu': DynamicSkipScale(
+        number=dict(epochs=200, patience=10, min_delta=0.05), number_seeded_rows=('lstm', 'dynamic_lam0.5'), long_epochs=200,
+        fig5_n_train=20_000, fig5_lams=(0.25, 0.5, 0.75, 1.0), fig5_Ks=(1, 3, 5, 10),
+        ptb=dict(nhid=200, dropout=0.2, epochs=40, lr_decay=2.0, lr_decay_start=None, lr_decay_threshold=1.0, patience=3, min_delta=2e-3),
+        ptb_seeds=2, fig6_seed=1,
+        ner=dict(patience=None), ner_pilot_epochs=NER_PILOT_EPOCHS, ner_epochs=None, ner_seeds={**dict.fromkeys(LAYERS, 1), 'lstm': 3, 'dynamic': 3},
+        imdb=dict(epochs=5), throughput={}),
+    'gpu': DynamicSkipScale(   # the paper's budgets
+        number=dict(epochs=100), number_seeded_rows=None, long_epochs=100,
+        fig5_n_train=None, fig5_lams=(0.25, 0.5, 0.75, 1.0), fig5_Ks=(1, 3, 5, 10),
+        ptb={}, ptb_seeds=None, fig6_seed=None,
+        ner={}, ner_pilot_epochs=None, ner_epochs=50, ner_seeds={}, imdb={}, throughput={}),
+    'paper': DynamicSkipScale(
+        number=dict(epochs=100), number_seeded_rows=None, long_epochs=100,
+        fig5_n_train=None, fig5_lams=(0.25, 0.5, 0.75, 1.0), fig5_Ks=(1, 3, 5, 10),
+        ptb={}, ptb_seeds=None, fig6_seed=None,
+        ner={}, ner_pilot_epochs=None, ner_epochs=50, ner_seeds={}, imdb={}, throughput={})}
+
 # %% ../nbs/14_dynamic_skip.ipynb #d1ddb076
 PARTS = ('throughput', 'number', 'number_long', 'number_offset', 'number_offset_long', 'ptb', 'ner_schedule', 'ner', 'imdb', 'figures')
 
@@ -376,63 +430,49 @@ def missing_data(parts, scale: str, data_path: str | None = None) -> dict:
         out['imdb'] = f'IMDB is not available ({data_dir(data_path)}/aclImdb missing): download {IMDB_URL} and extract it there'
     return out
 
-NER_PILOT_EPOCHS = 80          # the schedule pilot's length (the lr divided by 1.05 every epoch: lr/50 by its end)
-NER_EPOCHS: int | None = None  # Table 2's fixed number of epochs, as `choose_ner_epochs` reads it off the pilot (None: not yet)
-
 def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Plan:
-    "The runs of every part at `scale`."
-    s0 = seeds[0]
-    base = pick(scale, smoke=NumberExp(n=(600, 200, 200), hidden=24, epochs=1, patience=0), cpu=NumberExp(epochs=200, patience=10, min_delta=0.05), default=NumberExp(epochs=100))
-    row_seeds = lambda row: seeds if scale != 'cpu' or row in ('lstm', 'dynamic_lam0.5') else seeds[:1]
+    "The runs of every part at `scale` (its settings: `SCALES[scale]`)."
+    S, s0 = SCALES[check_scale(scale)], seeds[0]
+    base = NumberExp(**S.number)
+    row_seeds = lambda row: seeds if S.number_seeded_rows is None or row in S.number_seeded_rows else seeds[:1]
     def number(length, row, seed, offset=0, name=None, **kw):
         kind, lam = NUMBER_ROWS[row]
         cfg = replace(replace(base, length=length, offset=offset, data_seed=100 * length + offset, kind=kind, lam=lam), **kw)
         return Spec(train_number, cfg, seed, name=name or f'np_len{length}' + (f'_off{offset}' if offset else '') + f'_{row}')
-    long_epochs = pick(scale, smoke=2, default=base.epochs)
     def longer(s):
-        if long_epochs <= s.cfg.epochs: return s         # already the long budget
-        return Spec(train_number, replace(s.cfg, epochs=long_epochs), s.seed, name=f'{s.name}_e{long_epochs}', extends=s)
+        if S.long_epochs <= s.cfg.epochs: return s       # already the long budget
+        return Spec(train_number, replace(s.cfg, epochs=S.long_epochs), s.seed, name=f'{s.name}_e{S.long_epochs}', extends=s)
     LONG, OFFSET = ('lstm', 'dynamic_lam0.5'), ('lstm', 'dynamic_lam0.5', 'attention')
     parts = {'number': [number(L, row, s) for L in (11, 21) for row in NUMBER_ROWS for s in row_seeds(row)],
              'number_long': [longer(number(21, row, s0)) for row in LONG],
              'number_offset': [number(21, row, s, offset=10) for row in OFFSET for s in row_seeds(row)],
              'number_offset_long': [longer(number(21, row, s0, offset=10)) for row in LONG]}
 
-    ptbc = pick(scale, smoke=PTBExp(corpus='synthetic', nhid=32, dropout=0.2, epochs=1, max_steps=12, bptt=20, lr_decay=1.2, lr_decay_start=None),
-                cpu=PTBExp(nhid=200, dropout=0.2, epochs=40, lr_decay=2.0, lr_decay_start=None, lr_decay_threshold=1.0, patience=3, min_delta=2e-3),
-                default=PTBExp())
-    ptbc = replace(ptbc, data_path=data_path)
+    ptbc = PTBExp(**S.ptb, data_path=data_path)
     ptb_id = data_identity(ptbc.corpus)
-    parts['ptb'] = [Spec(train_ptb, replace(ptbc, kind=k), s, name=f'ptb_{k}', data_id=ptb_id)
-                    for k in LAYERS for s in seeds[:pick(scale, smoke=1, cpu=2, default=len(seeds))]]
+    parts['ptb'] = [Spec(train_ptb, replace(ptbc, kind=k), s, name=f'ptb_{k}', data_id=ptb_id) for k in LAYERS for s in seeds[:S.ptb_seeds]]
 
-    nerc = pick(scale, smoke=NERExp(corpus='fixture', hidden=12, word_dim=16, epochs=2, patience=None), cpu=NERExp(patience=None), default=NERExp())
-    nerc = replace(nerc, data_path=data_path)
+    nerc = NERExp(**S.ner, data_path=data_path)
     ner_id = data_identity(nerc.corpus)
     # the schedule: one BiLSTM-CNN-CRF run, long and without early stopping; its dev curve fixes every Table 2 run's epochs
-    parts['ner_schedule'] = [Spec(train_ner, replace(nerc, kind='lstm', epochs=pick(scale, smoke=3, default=NER_PILOT_EPOCHS)), s0,
-                                  name='ner_pilot', data_id=ner_id)] if scale in ('smoke', 'cpu') else []
-    n_ner = pick(scale, cpu={**dict.fromkeys(LAYERS, 1), 'lstm': 3, 'dynamic': 3}, default=dict.fromkeys(LAYERS, len(seeds)))
-    ner_epochs = pick(scale, smoke=2, cpu=NER_EPOCHS, default=nerc.epochs)
+    parts['ner_schedule'] = [] if S.ner_pilot_epochs is None else [
+        Spec(train_ner, replace(nerc, kind='lstm', epochs=S.ner_pilot_epochs), s0, name='ner_pilot', data_id=ner_id)]
+    ner_epochs = NER_EPOCHS if S.ner_epochs is None else S.ner_epochs
     parts['ner'] = [] if ner_epochs is None else [Spec(train_ner, replace(nerc, kind=k, epochs=ner_epochs), s, name=f'ner_{k}', data_id=ner_id)
-                                                  for k in LAYERS for s in seeds[:n_ner[k]]]
+                                                  for k in LAYERS for s in seeds[:S.ner_seeds.get(k, len(seeds))]]
 
-    imdbc = pick(scale, smoke=IMDBExp(corpus='fixture', max_len=12, min_count=1, emb=8, hidden=8, epochs=1),
-                 cpu=IMDBExp(epochs=5), default=IMDBExp())
+    imdbc = IMDBExp(**S.imdb)
     parts['imdb'] = [Spec(train_imdb, replace(imdbc, kind=k, data_path=data_path), s0, name=f'imdb_{k}', data_id=imdbc.corpus) for k in LAYERS]
 
-    parts['throughput'] = [Spec(skip_throughput, pick(scale, smoke=ThroughputExp(sizes=((64, 20, 35),), rounds=1, steps=2, lm_vocab=200, lm_hidden=64, lm_rounds=2),
-                                                      default=ThroughputExp()), s0, name='throughput')]
+    parts['throughput'] = [Spec(skip_throughput, ThroughputExp(**S.throughput), s0, name='throughput')]
 
     f4 = {row: number(21, row, s0) for row in LONG}
     fig4 = Spec(fig4_grad_norms, Fig4Exp(models={r: s.cfg for r, s in f4.items()}, runs={r: s.folder for r, s in f4.items()}),
                 s0, name='fig4_grad_norms', needs=tuple(f4.values()))
-    f5 = pick(scale, smoke=dict(n=None, epochs=1, lams=(0.5, 1.0), Ks=(2, 10)), cpu=dict(n=20_000, epochs=base.epochs, lams=(0.25, 0.5, 0.75, 1.0), Ks=(1, 3, 5, 10)),
-              default=dict(n=None, epochs=base.epochs, lams=(0.25, 0.5, 0.75, 1.0), Ks=(1, 3, 5, 10)))
-    fig5 = [number(11, 'dynamic_lam0.5', s0, name=f'fig5_lam{lam}_K{K}', lam=lam, K=K, n_train=f5['n'], epochs=f5['epochs'])
-            for lam, K in [(lam, 10) for lam in f5['lams']] + [(0.5, K) for K in f5['Ks']]]
+    fig5 = [number(11, 'dynamic_lam0.5', s0, name=f'fig5_lam{lam}_K{K}', lam=lam, K=K, n_train=S.fig5_n_train)
+            for lam, K in [(lam, 10) for lam in S.fig5_lams] + [(0.5, K) for K in S.fig5_Ks]]
     row6 = [s for s in parts['ptb'] if s.name == 'ptb_dynamic']
-    lm6 = next((s for s in row6 if s.seed == pick(scale, cpu=1, default=s0)), row6[0])   # cpu: seed 1's model (see Figure 6 above)
+    lm6 = next((s for s in row6 if s.seed == (s0 if S.fig6_seed is None else S.fig6_seed)), row6[0])
     fig6 = Spec(fig6_skips, Fig6Exp(lm=lm6.cfg, lm_run=lm6.folder), lm6.seed, name='fig6_skips', data_id=ptb_id, needs=(lm6,))
     parts['figures'] = [fig4, *fig5, fig6]
     return Plan('dynamic_skip', scale, {p: parts[p] for p in PARTS})

@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 # %% auto #0
-__all__ = ['METHODS', 'PARTS', 'META_VARIANTS', 'INITS', 'PILOT_LRS', 'META_BUDGET', 'LEARNERS', 'PTB_LEARNERS', 'COMPARISONS', 'CorpusExp', 'corpus_splits', 'LMExp', 'train_lm', 'CoreLMExp', 'core_lm', 'LMRef', 'load_lm', 'PrepExp', 'prepare', 'MethodExp', 'run_method', 'SpeedExp', 'eval_speed', 'wt2_lm_config', 'scale_configs', 'method_specs', 'choose_budget', 'learning_specs', 'make_plan', 'learning_summary', 'by_seed', 'comparison']
+__all__ = ['METHODS', 'ADAM', 'AWD_SGD', 'SCALES', 'PARTS', 'META_VARIANTS', 'INITS', 'PILOT_LRS', 'META_BUDGET', 'LEARNERS', 'PTB_LEARNERS', 'COMPARISONS', 'CorpusExp', 'corpus_splits', 'LMExp', 'train_lm', 'CoreLMExp', 'core_lm', 'LMRef', 'load_lm', 'PrepExp', 'prepare', 'MethodExp', 'run_method', 'SpeedExp', 'eval_speed', 'MetaDynScale', 'wt2_lm_config', 'method_specs', 'choose_budget', 'learning_specs', 'make_plan', 'learning_summary', 'by_seed', 'comparison']
 
 # %% ../nbs/13_meta_dynamic.ipynb #e85b096e
 import functools
@@ -25,7 +25,6 @@ from .meta_dynamic_model import MetaConfig, MetaLearner, MetaTrainConfig, curve_
 from .corpora import cap_vocab, first_articles, split_halves, stream_prefix, stream_slice, topic_corpus
 from .experiment import Spec, RunContext, data_identity, runs_dir, best_checkpoint, ckpt_home
 from .plan import Plan, mean_sd, row_metrics
-from .registry import pick
 import memlm.awd_lstm as awd
 
 @dataclass
@@ -273,56 +272,103 @@ def eval_speed(cfg: SpeedExp, seed: int, ctx: RunContext) -> dict:
     return dict({f'{k}_s': v for k, v in med.items()}, **{f'{k}_vs_static': v / med['static'] for k, v in med.items() if k != 'static'},
                 tokens=cfg.tokens, threads=torch.get_num_threads(), params=sum(p.numel() for p in model.parameters()))
 
+# %% ../nbs/13_meta_dynamic.ipynb #f34c0cf2
+ADAM = dict(optimizer='adam', lr=3e-3, weight_decay=0.)   # ours: the small WikiText-2 LMs (smoke, cpu)
+AWD_SGD = dict(optimizer='sgd', lr=30., weight_decay=1.2e-6, batch_size=80, bptt=70, variable_bptt=True, alpha=2., beta=1.,
+               nt_asgd=True, nonmono=5)                    # Merity et al.'s WikiText-2 recipe: SGD, then NT-ASGD
+
+@dataclass(frozen=True, kw_only=True)
+class MetaDynScale:
+    """One scale of the reproduction: what changes between scales (the rest of every config is the same everywhere).
+    A default is what cpu, gpu and paper share; smoke is a tiny copy of everything."""
+    # the WikiText-2 LM trained here (`wt2_lm_config`)
+    wt2_corpus: dict                  # its text, as `CorpusExp` fields (smoke: synthetic articles; cpu: our cuts, for the budget)
+    wt2_model: AWDLSTMConfig          # its AWD-LSTM (cpu: 128-d tied embeddings, 256 hidden units; gpu, paper: Merity et al.'s)
+    wt2_train: dict                   # its `TrainConfig`: ADAM or AWD_SGD, and what this scale adds
+    wt2_epochs: int                   # its epoch cap
+    wt2_finetune_epochs: int = 0      # AWD-LSTM's averaged-SGD second phase (0: none)
+    # the core's PTB LM: `memlm.awd_lstm`'s run of the same scale
+    ptb_test_tokens: int | None       # evaluated on at most this many PTB test tokens (None: all)
+    reuse_core: bool = True           # copy the core's finished run (False: always train it here)
+    ptb_metas: tuple = ('meta1', 'meta2', 'meta3', 'meta3_mlp')   # the first design's learners on PTB (cpu budget: the 3-level one)
+    # every LM: statistics and tuning grids (`method_specs`)
+    max_stats_batches: int | None = None   # gradient statistics MS: batches of training text (None: all of it)
+    fisher_pieces: int = 200          # Fisher diagonal: pieces of training text, evenly spread
+    sgd_grid: tuple = (0.01, 0.03, 0.1, 0.3, 1., 3.)   # SGD's learning rates; the best on validation wins
+    rms_grid: tuple = (0.5, 1., 2., 4., 8.)            # multipliers of RMS's tuned lr, likewise
+    # meta-training (the first design; `unroll` is every learner's)
+    unroll: int = 40                  # segments per truncated-backprop chunk
+    meta_steps: int                   # meta-steps on the validation prefix (steps × unroll × bptt tokens: `valid_tokens`)
+    meta_lrs: tuple = (1e-3, 1e-2)    # meta learning rates to choose from ...
+    holdout_tokens: int = 5_000       # ... by perplexity on this many validation tokens after the prefix
+    # the learning comparison (`learning_specs`)
+    pilot_steps: int                  # the pilot's meta-steps (its curves fix every learner's budget)
+    eval_every: int                   # a point of the learning curves every this many meta-steps
+    curve_tokens: int = 10_000        # the curves' fixed text: the first tokens of validation's second half
+    learn_seeds: tuple = (0, 1, 2)    # seeds of meta-training per learner
+    # the speed run (`SpeedExp`)
+    speed_corpus: str = 'ptb'         # its text
+    speed_model: AWDLSTMConfig = field(default_factory=lambda: AWDLSTMConfig.awd_cpu(vocab_size=10_000, nlayers=2))   # the core's cpu model
+    speed_tokens: int = 4_000         # test tokens each method reads
+    speed_stats_tokens: int = 20_000  # training tokens of the statistics pass
+    speed_rounds: int = 3             # interleaved rounds; medians over them
+
+    @property
+    def meta_train_config(self) -> MetaTrainConfig:
+        "The first design's meta-training, and the learning comparison's base."
+        return MetaTrainConfig(unroll=self.unroll, steps=self.meta_steps)
+    @property
+    def valid_tokens(self) -> int:
+        "The validation prefix the first design tunes and meta-trains on: what its meta-training reads."
+        mt = self.meta_train_config
+        return mt.steps * mt.unroll * mt.bptt
+
+SCALES = {
+    'smoke': MetaDynScale(wt2_corpus=dict(name='topics', test_tokens=900), wt2_model=AWDLSTMConfig.tiny(60, nlayers=2, emsize=16, nhid=32),
+                          wt2_train=ADAM | dict(batch_size=16, bptt=20, max_steps_per_epoch=30, log_interval=10), wt2_epochs=2,
+                          ptb_test_tokens=500, reuse_core=False, max_stats_batches=20, fisher_pieces=20, sgd_grid=(0.1, 1.), rms_grid=(1.,),
+                          unroll=5, meta_steps=3, meta_lrs=(1e-2, 1e-1), holdout_tokens=100,
+                          pilot_steps=4, eval_every=2, curve_tokens=200, learn_seeds=(0, 1),
+                          speed_corpus='synthetic', speed_model=AWDLSTMConfig.tiny(64, nlayers=2, emsize=16, nhid=32), speed_tokens=300,
+                          speed_stats_tokens=2_000, speed_rounds=1),
+    'cpu': MetaDynScale(wt2_corpus=dict(name='wikitext-2', max_vocab=10_000, train_articles=200, test_articles=12),
+                        wt2_model=AWDLSTMConfig.awd_cpu(vocab_size=10_000, emsize=128, nhid=256, nlayers=2),
+                        wt2_train=ADAM | dict(batch_size=20, bptt=35, variable_bptt=True, alpha=2., beta=1.,
+                                              patience=3, min_delta=2e-3, lr_decay=4., lr_decay_threshold=1.), wt2_epochs=40,
+                        ptb_test_tokens=40_000, ptb_metas=('meta3',), meta_steps=50, pilot_steps=500, eval_every=25),
+    'gpu': MetaDynScale(wt2_corpus=dict(name='wikitext-2'), wt2_model=AWDLSTMConfig.awd_wt2(vocab_size=33_278), wt2_train=AWD_SGD,
+                        wt2_epochs=60, ptb_test_tokens=None, meta_steps=100, pilot_steps=1000, eval_every=50),
+    'paper': MetaDynScale(wt2_corpus=dict(name='wikitext-2'), wt2_model=AWDLSTMConfig.awd_wt2(vocab_size=33_278), wt2_train=AWD_SGD,
+                          wt2_epochs=750, wt2_finetune_epochs=750, ptb_test_tokens=None, meta_steps=100, pilot_steps=1000, eval_every=50)}
+
 # %% ../nbs/13_meta_dynamic.ipynb #286a38ee
 PARTS = ('ptb', 'wt2', 'fig2', 'performance', 'pilot', 'learning', 'learning_ptb', 'speed')
 META_VARIANTS = {'meta1': MetaConfig(levels=1), 'meta2': MetaConfig(levels=2), 'meta3': MetaConfig(levels=3),
                  'meta3_mlp': MetaConfig(levels=3, hidden=4)}
 
 def wt2_lm_config(scale: str, data_path: str | None = None) -> LMExp:
-    "The WikiText-2 LM of `scale` (smoke: a tiny LM on synthetic articles)."
-    corpus = pick(scale, smoke=CorpusExp('topics', test_tokens=900),
-                  cpu=CorpusExp('wikitext-2', max_vocab=10_000, train_articles=200, test_articles=12, data_path=data_path),
-                  default=CorpusExp('wikitext-2', data_path=data_path))
-    V = pick(scale, smoke=60, cpu=10_000, default=33_278)
-    model = pick(scale, smoke=AWDLSTMConfig.tiny(V, nlayers=2, emsize=16, nhid=32),
-                 cpu=AWDLSTMConfig.awd_cpu(vocab_size=V, emsize=128, nhid=256, nlayers=2), default=AWDLSTMConfig.awd_wt2(vocab_size=V))
-    adam = dict(optimizer='adam', lr=3e-3, weight_decay=0., clip=0.25, eval_batch_size=10, progress=False)
-    train = pick(scale, smoke=TrainConfig(**adam, epochs=2, batch_size=16, bptt=20, max_steps_per_epoch=30, log_interval=10),
-                 cpu=TrainConfig(**adam, epochs=40, patience=3, min_delta=2e-3, lr_decay=4., lr_decay_threshold=1.,
-                                 batch_size=20, bptt=35, variable_bptt=True, alpha=2., beta=1.),
-                 default=TrainConfig(optimizer='sgd', lr=30., clip=0.25, weight_decay=1.2e-6, batch_size=80, bptt=70, variable_bptt=True,
-                                     alpha=2., beta=1., nt_asgd=True, nonmono=5, epochs=750 if scale == 'paper' else 60,
-                                     eval_batch_size=10, progress=False))
-    return LMExp(corpus, model, train, finetune_epochs=pick(scale, paper=750, default=0))
-
-def scale_configs(scale: str) -> dict:
-    "Tuning grids, validation budget, meta-training and the statistics/Fisher sizes of `scale`."
-    mt = MetaTrainConfig(unroll=pick(scale, smoke=5, default=40), steps=pick(scale, smoke=3, cpu=50, default=100))
-    return dict(train=mt, valid_tokens=mt.steps * mt.unroll * mt.bptt,
-                sgd_grid=pick(scale, smoke=(0.1, 1.), default=(0.01, 0.03, 0.1, 0.3, 1., 3.)),
-                rms_grid=pick(scale, smoke=(1.,), default=(0.5, 1., 2., 4., 8.)),
-                meta_lrs=pick(scale, smoke=(1e-2, 1e-1), default=(1e-3, 1e-2)), holdout_tokens=pick(scale, smoke=100, default=5_000),
-                pilot_steps=pick(scale, smoke=4, cpu=500, default=1000), eval_every=pick(scale, smoke=2, cpu=25, default=50),
-                curve_tokens=pick(scale, smoke=200, default=10_000), learn_seeds=pick(scale, smoke=[0, 1], default=[0, 1, 2]),
-                max_stats_batches=pick(scale, smoke=20, default=None), fisher_pieces=pick(scale, smoke=20, default=200))
+    "The WikiText-2 LM of `scale`: its row of `SCALES` (smoke: a tiny LM on synthetic articles)."
+    S = SCALES[scale]
+    train = TrainConfig(clip=0.25, eval_batch_size=10, progress=False, epochs=S.wt2_epochs, **S.wt2_train)
+    return LMExp(CorpusExp(**S.wt2_corpus, data_path=data_path), S.wt2_model, train, finetune_epochs=S.wt2_finetune_epochs)
 
 def method_specs(tag: str, lm: Spec, ref: LMRef, scale: str, seed: int) -> dict:
     "The preparation and the seven method runs of one LM: `{'prep': Spec, 'static': Spec, ...}`."
-    sc, did = scale_configs(scale), lm.data_id
-    prep = Spec(prepare, PrepExp(lm=ref, dyn=DynEvalConfig.paper(max_stats_batches=sc['max_stats_batches']),
-                                 fisher_pieces=sc['fisher_pieces']), seed, name=f'{tag}_prep', data_id=did, needs=(lm,))
-    base = MethodExp(lm=ref, prep=prep.folder, valid_tokens=sc['valid_tokens'], train=sc['train'], save_segments=tag == 'wt2')
+    S, did = SCALES[scale], lm.data_id
+    prep = Spec(prepare, PrepExp(lm=ref, dyn=DynEvalConfig.paper(max_stats_batches=S.max_stats_batches),
+                                 fisher_pieces=S.fisher_pieces), seed, name=f'{tag}_prep', data_id=did, needs=(lm,))
+    base = MethodExp(lm=ref, prep=prep.folder, valid_tokens=S.valid_tokens, train=S.meta_train_config, save_segments=tag == 'wt2')
     run = lambda name, cfg, *needs: Spec(run_method, cfg, seed, name=f'{tag}_{name}', data_id=did, needs=(prep, *needs))
     out = dict(prep=prep, static=run('static', replace(base, method='static')),
-               sgd=run('sgd', replace(base, method='sgd', dyn=DynEvalConfig(method='sgd'), grid=sc['sgd_grid'])),
-               rms=run('rms', replace(base, method='rms', grid=sc['rms_grid'])))
-    metas = {k: mc for k, mc in META_VARIANTS.items() if not (tag == 'ptb' and scale == 'cpu' and k != 'meta3')}  # cpu budget: on PTB
-    if any(mc.levels < 3 for mc in metas.values()):                                                              # only the 3-level learner
-        out['rms_free'] = run('rms_free', replace(base, method='rms', dyn=DynEvalConfig.paper(lam=0.), grid=sc['rms_grid']))
+               sgd=run('sgd', replace(base, method='sgd', dyn=DynEvalConfig(method='sgd'), grid=S.sgd_grid)),
+               rms=run('rms', replace(base, method='rms', grid=S.rms_grid)))
+    metas = {k: mc for k, mc in META_VARIANTS.items() if tag != 'ptb' or k in S.ptb_metas}
+    if any(mc.levels < 3 for mc in metas.values()):   # the start of the learners without FLUSH, when any runs
+        out['rms_free'] = run('rms_free', replace(base, method='rms', dyn=DynEvalConfig.paper(lam=0.), grid=S.rms_grid))
     for name, mc in metas.items():
         start = out['rms' if mc.levels == 3 else 'rms_free']   # a learner without FLUSH starts from the rule without decay, tuned alike
-        out[name] = run(name, replace(base, method='meta', rms_run=start.folder, meta=mc, meta_lrs=sc['meta_lrs'],
-                                       holdout_tokens=sc['holdout_tokens'], copy_lam=out['rms'].cfg.dyn.lam if mc.levels == 2 else None,
+        out[name] = run(name, replace(base, method='meta', rms_run=start.folder, meta=mc, meta_lrs=S.meta_lrs,
+                                       holdout_tokens=S.holdout_tokens, copy_lam=out['rms'].cfg.dyn.lam if mc.levels == 2 else None,
                                        train=replace(base.train, restart_loss=math.log(ref.model.vocab_size))), start)
     return out
 
@@ -343,30 +389,30 @@ PTB_LEARNERS = ((3, 'rms', 0), (3, 'rms', 4))                                   
 def learning_specs(tag: str, lm: Spec, ref: LMRef, scale: str, prep: Spec, seeds: list[int], learners: tuple = LEARNERS) -> dict:
     """The meta-learning comparison on one LM (its seed-0 weights): baselines tuned on the second half of validation, the pilot,
     and, once `META_BUDGET` is fixed, each of `learners` (levels, start, MLP width) meta-trained at `seeds`."""
-    sc, did = scale_configs(scale), lm.data_id
-    half = dict(valid_split='halves', curve_tokens=sc['curve_tokens'], measure_init=True)
-    base = MethodExp(lm=ref, prep=prep.folder, valid_tokens=0, train=sc['train'], **half)
+    S, did = SCALES[scale], lm.data_id
+    half = dict(valid_split='halves', curve_tokens=S.curve_tokens, measure_init=True)
+    base = MethodExp(lm=ref, prep=prep.folder, valid_tokens=0, train=S.meta_train_config, **half)
     run = lambda name, cfg, seed, *needs: Spec(run_method, cfg, seed, name=f'{tag}_{name}', data_id=did, needs=(prep, *needs))
-    rms = run('h_rms', replace(base, method='rms', grid=sc['rms_grid']), seeds[0])
-    rms_free = run('h_rms_free', replace(base, method='rms', dyn=DynEvalConfig.paper(lam=0.), grid=sc['rms_grid']), seeds[0])
+    rms = run('h_rms', replace(base, method='rms', grid=S.rms_grid), seeds[0])
+    rms_free = run('h_rms_free', replace(base, method='rms', dyn=DynEvalConfig.paper(lam=0.), grid=S.rms_grid), seeds[0])
     out = dict(static=run('h_static', replace(base, method='static'), seeds[0]), rms=rms, rms_free=rms_free)
-    mt = replace(sc['train'], restart_loss=math.log(ref.model.vocab_size), eval_every=sc['eval_every'], rotate=True)
+    mt = replace(S.meta_train_config, restart_loss=math.log(ref.model.vocab_size), eval_every=S.eval_every, rotate=True)
     meta = lambda levels, init, train, hidden=0: replace(base, method='meta', meta=MetaConfig(levels=levels, init=init, closed_bias=-2., hidden=hidden), train=train,
                                                rms_run=(rms if levels == 3 else rms_free).folder, copy_lam=rms.cfg.dyn.lam if levels == 2 else None)
-    out['pilot'] = [run(f'pilot_lr{lr:g}', meta(3, 'rms', replace(mt, steps=sc['pilot_steps'], lr=lr)), seeds[0], rms) for lr in PILOT_LRS]
+    out['pilot'] = [run(f'pilot_lr{lr:g}', meta(3, 'rms', replace(mt, steps=S.pilot_steps, lr=lr)), seeds[0], rms) for lr in PILOT_LRS]
     out['learn'] = [] if META_BUDGET is None else [
         run(f'learn{lv}{"mlp" if h else ""}_{init}', meta(lv, init, replace(mt, steps=META_BUDGET['steps'], lr=META_BUDGET['lr'], lr_schedule='cosine'), h),
             s, rms if lv == 3 else rms_free) for lv, init, h in learners for s in seeds]
     return out
 
 def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Plan:
-    "The runs of every part at `scale`."
-    parts = {p: [] for p in PARTS}
+    "The runs of every part at `scale` (its row of `SCALES`)."
+    S, parts = SCALES[scale], {p: [] for p in PARTS}
     for seed in seeds:
         core = awd.make_plan(scale, [seed], data_path).parts['lm'][0]
         ptb_lm = Spec(core_lm, CoreLMExp(lm=core.cfg, core_run=core.folder, core_root=str(runs_dir('awd_lstm', scale)),
-                                        reuse=scale != 'smoke'), seed, name='ptb_lm', data_id=core.data_id)
-        ptb_ref = LMRef(CorpusExp(core.cfg.corpus, test_tokens=pick(scale, smoke=500, cpu=40_000, default=None), data_path=data_path),
+                                        reuse=S.reuse_core), seed, name='ptb_lm', data_id=core.data_id)
+        ptb_ref = LMRef(CorpusExp(core.cfg.corpus, test_tokens=S.ptb_test_tokens, data_path=data_path),
                         core.cfg.model, ptb_lm.folder, 'finetune' if core.cfg.finetune_epochs else 'train')
         wt2 = wt2_lm_config(scale, data_path)
         wt2_lm = Spec(train_lm, wt2, seed, name='wt2_lm', data_id=data_identity(wt2.corpus.name))
@@ -377,13 +423,12 @@ def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Pla
             parts['performance'] += [ms[m] for m in METHODS if m in ms]
             if tag == 'wt2': parts['fig2'] += [ms[m] for m in ('static', 'meta1', 'meta2', 'meta3')]
             if seed == seeds[0]:   # meta-learning: one LM, the learners meta-trained at every seed (the pilot on WikiText-2)
-                ls = learning_specs(tag, lm, ref, scale, ms['prep'], scale_configs(scale)['learn_seeds'], LEARNERS if tag == 'wt2' else PTB_LEARNERS)
+                ls = learning_specs(tag, lm, ref, scale, ms['prep'], list(S.learn_seeds), LEARNERS if tag == 'wt2' else PTB_LEARNERS)
                 if tag == 'wt2': parts['pilot'] += [ls['rms'], *ls['pilot']]
                 parts['learning' if tag == 'wt2' else 'learning_ptb'] += [lm, ms['prep'], ls['static'], ls['rms']] + \
                     ([ls['rms_free']] if tag == 'wt2' else []) + ls['learn']
-    sp = SpeedExp(corpus=pick(scale, smoke='synthetic', default='ptb'), data_path=data_path, tokens=pick(scale, smoke=300, default=4_000),
-                  stats_tokens=pick(scale, smoke=2_000, default=20_000), rounds=pick(scale, smoke=1, default=3),
-                  model=pick(scale, smoke=AWDLSTMConfig.tiny(64, nlayers=2, emsize=16, nhid=32), default=SpeedExp().model))
+    sp = SpeedExp(corpus=S.speed_corpus, model=S.speed_model, tokens=S.speed_tokens, stats_tokens=S.speed_stats_tokens,
+                  rounds=S.speed_rounds, data_path=data_path)
     parts['speed'] = [Spec(eval_speed, sp, seeds[0], name='speed', data_id=data_identity(sp.corpus))]
     return awd.with_retired(Plan('meta_dynamic', scale, parts), make_plan, seeds, data_path)   # the former cpu recipe's runs stay found
 

@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 # %% auto #0
-__all__ = ['FIG_SENTENCES', 'PARTS', 'ROWS', 'VOCAB', 'PILMExp', 'build_pilm', 'plain_lm', 'n_params', 'train_pilm', 'trained_pilm', 'FigureExp', 'phrase_figures', 'PILMThroughputExp', 'pilm_throughput', 'TransformerExp', 'train_transformer', 'pilm_config', 'make_plan', 'paired_differences']
+__all__ = ['FIG_SENTENCES', 'VOCAB', 'SCALES', 'PARTS', 'ROWS', 'PILMExp', 'build_pilm', 'plain_lm', 'n_params', 'train_pilm', 'trained_pilm', 'FigureExp', 'phrase_figures', 'PILMThroughputExp', 'pilm_throughput', 'TransformerExp', 'train_transformer', 'PILMScale', 'pilm_config', 'make_plan', 'paired_differences']
 
 # %% ../nbs/11_phrase_induction.ipynb #394bdd4d
 import torch
@@ -22,7 +22,6 @@ from .tasks import LMTask
 from .evaluate import evaluate
 from .experiment import Spec, borrow, RunContext, data_identity, best_checkpoint
 from .plan import Plan, paired_diff
-from .registry import pick
 import memlm.awd_lstm as core
 
 @dataclass
@@ -146,65 +145,97 @@ def train_transformer(cfg: TransformerExp, seed: int, ctx: RunContext) -> dict:
     val, test = (evaluate(plain_lm(model), d, batch_size=cfg.val_batch_size, bptt=cfg.eval_bptt) for d in (corpus.valid, corpus.test))
     return dict(val_ppl=val['ppl'], test_ppl=test['ppl'], epochs=len(hist), lm_params=n_params(plain_lm(model)))
 
+# %% ../nbs/11_phrase_induction.ipynb #30cfb044
+VOCAB = {'synthetic': 64, 'ptb': 10_000, 'wikitext-2': 33_278}
+
+@dataclass(frozen=True)
+class PILMScale:
+    "One scale of phrase induction's runs: what changes between scales (the rest of the recipe is the paper's at every scale)."
+    core_recipe: bool = False               # the LM rows are the core's AWD-LSTM and training recipe at this scale (`core.awd_configs`), unchanged,
+                                            # and the baseline rows the core's own runs, shared with `09_awd_lstm` (same config, same folders);
+                                            # the model and training fields below are then None (the core's)
+    corpus: str | None = None               # the corpus of every LM row (None: the row's own, PTB for Table 1, WikiText-2 for Table 2)
+    model: AWDLSTMConfig | None = None      # Table 1's AWD-LSTM (PTB)
+    wt2_model: AWDLSTMConfig | None = None  # Table 2's (WikiText-2: `awd_wt2`, dropouti 0.65, dropouth 0.2); None: Table 2 not run
+                                            # (cpu: its 33k-word softmax makes an epoch 3× PTB's)
+    batch_size: int | None = None           # Table 1's training batch
+    wt2_batch_size: int | None = None       # Table 2's
+    bptt: int | None = None                 # mean BPTT length (variable BPTT), and evaluation's window
+    epochs: int | None = None               # the epoch cap of training (paper: the reference code's PTB run)
+    max_steps_per_epoch: int | None = None  # a cap on the steps of an epoch (None: all of the training split)
+    log_interval: int | None = None         # steps between training log lines
+    finetune_epochs: int = 0                # the cap of the fine-tuning phase (averaged SGD from the start) of the fine-tuned rows; 0: none
+    ablation_seeds: int | None = None       # the first this many seeds run the ablation rows (None: all; cpu: seed 0, as readings)
+    fig_sentences: tuple | None = None      # Figures 3–4's example sentences (None: the paper's, `FIG_SENTENCES`)
+    function_words: tuple | None = None     # the function words of the heights by word class (None: `FUNCTION_WORDS`)
+    transformer: bool = False               # the module on a small Transformer (the paper's Transformer-XL row cannot run here)
+    tp_rounds: int = 30                     # throughput: interleaved rounds
+    tp_threads: int | None = None           # throughput: torch threads (None: the process's)
+
+SCALES = {
+    'smoke': PILMScale(corpus='synthetic', model=AWDLSTMConfig.tiny(VOCAB['synthetic'], nlayers=3, emsize=32, nhid=64),
+                       wt2_model=AWDLSTMConfig.tiny(VOCAB['synthetic'], nlayers=3, emsize=32, nhid=64), batch_size=16, wt2_batch_size=16,
+                       bptt=20, epochs=2, max_steps_per_epoch=100, log_interval=10, finetune_epochs=1,
+                       fig_sentences=('T0 w3 w4 R0 w5 T1 w6 w7', 'w10 w11 T2 w12 R2 w13'), function_words=tuple(f'T{i}' for i in range(8)),
+                       transformer=True, tp_rounds=3),
+    'cpu': PILMScale(core_recipe=True, ablation_seeds=1, tp_threads=1),
+    'gpu': PILMScale(model=AWDLSTMConfig.awd_ptb(vocab_size=VOCAB['ptb']), wt2_model=AWDLSTMConfig.awd_wt2(vocab_size=VOCAB['wikitext-2']),
+                     batch_size=20, wt2_batch_size=60, bptt=70, epochs=60, log_interval=100, finetune_epochs=40),
+    'paper': PILMScale(model=AWDLSTMConfig.awd_ptb(vocab_size=VOCAB['ptb']), wt2_model=AWDLSTMConfig.awd_wt2(vocab_size=VOCAB['wikitext-2']),
+                       batch_size=20, wt2_batch_size=60, bptt=70, epochs=800, log_interval=100, finetune_epochs=500)}
+
 # %% ../nbs/11_phrase_induction.ipynb #e57967c1
 PARTS = ('table1', 'ablations', 'finetune', 'figures', 'wt2', 'transformer', 'throughput')
 ROWS = ('baseline', 'no_ns', 'no_attention', 'full')           # Table 1's rows, in the paper's order
-VOCAB = {'synthetic': 64, 'ptb': 10_000, 'wikitext-2': 33_278}
 
 def pilm_config(scale: str, corpus: str = 'ptb', data_path: str | None = None) -> PILMExp:
-    "The full model (AWD-LSTM + phrase induction) at `scale` on `corpus` ('ptb' or 'wikitext-2'; smoke: synthetic)."
-    corpus = pick(scale, smoke='synthetic', default=corpus)
-    wt2, V = corpus == 'wikitext-2', VOCAB[corpus]
-    if scale == 'cpu':   # the core's cpu-scale AWD-LSTM and its training recipe, unchanged (see Scales)
-        c = core.awd_configs('cpu', data_path)[0]
+    "The full model (AWD-LSTM + phrase induction) at `scale` (its row of `SCALES`) on `corpus` ('ptb' or 'wikitext-2'; smoke: synthetic)."
+    S = SCALES[scale]
+    if S.core_recipe:   # the core's AWD-LSTM and its training recipe, unchanged (see Scales)
+        c = core.awd_configs(scale, data_path)[0]
         return PILMExp(corpus='ptb', model=c.model, phrase=PhraseConfig(), train=c.train, val_batch_size=c.val_batch_size,
                        test_batch_size=c.test_batch_size, eval_bptt=c.eval_bptt, data_path=data_path)
-    model = pick(scale, smoke=AWDLSTMConfig.tiny(V, nlayers=3, emsize=32, nhid=64),
-                 default=(AWDLSTMConfig.awd_wt2 if wt2 else AWDLSTMConfig.awd_ptb)(vocab_size=V))
-    train = TrainConfig(optimizer='sgd', lr=30., clip=0.25, weight_decay=1.2e-6,
-                        batch_size=pick(scale, smoke=16, default=60 if wt2 else 20), bptt=pick(scale, smoke=20, default=70),
-                        variable_bptt=True, alpha=2., beta=1., nt_asgd=True, nonmono=5,
-                        epochs=pick(scale, smoke=2, gpu=60, paper=800),
-                        max_steps_per_epoch=pick(scale, smoke=100, default=None), eval_batch_size=10, progress=False,
-                        log_interval=pick(scale, smoke=10, default=100))
-    return PILMExp(corpus=corpus, model=model, phrase=PhraseConfig(),
-                   train=train, val_batch_size=10, test_batch_size=1, eval_bptt=pick(scale, smoke=20, default=70), data_path=data_path)
+    wt2 = corpus == 'wikitext-2'
+    train = TrainConfig(optimizer='sgd', lr=30., clip=0.25, weight_decay=1.2e-6, batch_size=S.wt2_batch_size if wt2 else S.batch_size,
+                        bptt=S.bptt, variable_bptt=True, alpha=2., beta=1., nt_asgd=True, nonmono=5, epochs=S.epochs,
+                        max_steps_per_epoch=S.max_steps_per_epoch, eval_batch_size=10, progress=False, log_interval=S.log_interval)
+    return PILMExp(corpus=S.corpus or corpus, model=S.wt2_model if wt2 else S.model, phrase=PhraseConfig(),
+                   train=train, val_batch_size=10, test_batch_size=1, eval_bptt=S.bptt, data_path=data_path)
 
 def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Plan:
-    "The runs of every part at `scale`."
-    abl_seeds = seeds[:1] if scale == 'cpu' else seeds   # cpu: the ablation rows run one seed (see Scales)
+    "The runs of every part at `scale` (its row of `SCALES`)."
+    S = SCALES[scale]
+    abl_seeds = seeds[:S.ablation_seeds]   # None: all
     def lm_rows(corpus, names, ft_names=()):
         full = pilm_config(scale, corpus, data_path)
         did = data_identity(full.corpus)
         cfgs = {k: replace(full, phrase=variant(k, full.phrase)) for k in dict.fromkeys(ROWS + tuple(names))}
         runs = {k: [Spec(train_pilm, cfgs[k], s, name=k, data_id=did) for s in (seeds if k in ('baseline', 'full') else abl_seeds)]
                 for k in names}
-        if scale == 'cpu':   # the baseline is the core's cpu AWD-LSTM: its runs, shared with `09_awd_lstm` (same config, same folders)
-            runs['baseline'] = [borrow(s, 'awd_lstm', 'baseline') for s in core.make_plan('cpu', seeds, data_path).parts['lm']]
-        ft = pick(scale, smoke=1, gpu=40, paper=500, default=0)
+        if S.core_recipe:   # the baseline is the core's AWD-LSTM: its runs, shared with `09_awd_lstm` (same config, same folders)
+            runs['baseline'] = [borrow(s, 'awd_lstm', 'baseline') for s in core.make_plan(scale, seeds, data_path).parts['lm']]
+        ft = S.finetune_epochs
         for k in ft_names if ft else ():
             runs[f'{k}_ft'] = [Spec(train_pilm, replace(cfgs[k], finetune_epochs=ft), r.seed, name=f'{k}_ft', data_id=did, extends=r)
                                for r in runs.get(k) or [Spec(train_pilm, cfgs[k], s, name=k, data_id=did) for s in seeds]]
         return runs, cfgs['full'], did
     ptb, full, did = lm_rows('ptb', ROWS + ('no_ns_squared',), ('baseline', 'full'))
-    fig_words = pick(scale, smoke=('T0 w3 w4 R0 w5 T1 w6 w7', 'w10 w11 T2 w12 R2 w13'), default=FIG_SENTENCES)
-    fn_words = pick(scale, smoke=tuple(f'T{i}' for i in range(8)), default=FUNCTION_WORDS)
-    fig = FigureExp(lm=full, lm_run=ptb['full'][0].folder, sentences=fig_words, function_words=fn_words,
-                    bptt=full.eval_bptt)
-    wt2 = {} if scale == 'cpu' else lm_rows('wikitext-2', ('baseline', 'full'), ('baseline', 'full'))[0]   # cpu: not run (see above)
+    fig = FigureExp(lm=full, lm_run=ptb['full'][0].folder, sentences=S.fig_sentences or FIG_SENTENCES,
+                    function_words=S.function_words or FUNCTION_WORDS, bptt=full.eval_bptt)
+    wt2 = lm_rows('wikitext-2', ('baseline', 'full'), ('baseline', 'full'))[0] if S.wt2_model else {}
     tcfg = TransformerExp(model=TransformerConfig(vocab_size=64, d_model=32, n_layers=2, n_heads=2, d_ff=64, max_len=64),
                           train=TrainConfig(optimizer='adam', lr=3e-3, clip=1., weight_decay=0., batch_size=16, bptt=32, epochs=2,
                                             max_steps_per_epoch=20, progress=False))
     tp = PILMThroughputExp(model=full.model, phrase=full.phrase, batch_size=full.train.batch_size, bptt=full.train.bptt,
-                           rounds=pick(scale, smoke=3, default=30), threads=pick(scale, cpu=1, default=None))
+                           rounds=S.tp_rounds, threads=S.tp_threads)
     plan = Plan('phrase_induction', scale, {
         'table1': ptb['baseline'] + ptb['full'],
         'ablations': ptb['no_ns'] + ptb['no_attention'] + ptb['no_ns_squared'],
         'finetune': ptb.get('baseline_ft', []) + ptb.get('full_ft', []),
         'figures': [Spec(phrase_figures, fig, seeds[0], name='figures', data_id=did, needs=(ptb['full'][0],))],
         'wt2': [s for v in wt2.values() for s in v],
-        'transformer': pick(scale, smoke=[Spec(train_transformer, replace(tcfg, phrase=variant(k, tcfg.phrase)), s, name=k)
-                                          for k in ('baseline', 'full') for s in seeds], default=[]),
+        'transformer': [Spec(train_transformer, replace(tcfg, phrase=variant(k, tcfg.phrase)), s, name=k)
+                        for k in ('baseline', 'full') for s in seeds] if S.transformer else [],
         'throughput': [Spec(pilm_throughput, tp, seeds[0], name='throughput')]})
     return core.with_retired(plan, make_plan, seeds, data_path)   # the runs of the former cpu recipe stay found
 

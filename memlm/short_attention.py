@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 # %% auto #0
-__all__ = ['PARTS', 'ATTENTIVE', 'WINDOWS', 'NGRAMS', 'LONG_KINDS', 'LR_CHECK', 'CPU_LR', 'sa_corpus', 'ShortAttnExp', 'train_lm', 'ThroughputExp', 'SettingCostExp', 'setting_costs', 'measure_throughput', 'CBTExp', 'cbt_corpus', 'train_cbt', 'run_name', 'lm_base', 'matched', 'wide_controls', 'make_plan']
+__all__ = ['LR_CHECK', 'CPU_LR', 'SCALES', 'PARTS', 'ATTENTIVE', 'WINDOWS', 'NGRAMS', 'LONG_KINDS', 'sa_corpus', 'ShortAttnExp', 'train_lm', 'ThroughputExp', 'SettingCostExp', 'setting_costs', 'measure_throughput', 'CBTExp', 'cbt_corpus', 'train_cbt', 'ShortAttnScale', 'run_name', 'lm_base', 'matched', 'wide_controls', 'make_plan']
 
 # %% ../nbs/12_short_attention.ipynb #50ae675f
 import math
@@ -25,7 +25,6 @@ from .train import TrainConfig
 from .evaluate import evaluate
 from .experiment import Spec, RunContext, data_identity
 from .plan import Plan
-from .registry import pick
 
 # %% ../nbs/12_short_attention.ipynb #20bb9787
 @functools.lru_cache(maxsize=4)
@@ -146,30 +145,52 @@ def train_cbt(cfg: CBTExp, seed: int, ctx: RunContext) -> dict:
     acc = cbt_accuracy(model, cbt.vocab, {t: read_cbt(folder/f'cbt_{t}_test_2500ex.txt') for t in cfg.types})
     return acc | dict(params=count_params(mcfg), hidden=mcfg.hidden_size, vocab=len(cbt.vocab), epochs=len(hist))
 
+# %% ../nbs/12_short_attention.ipynb #0fb501dd
+LR_CHECK = (1e-3, 3e-3, 1e-2)     # Adam learning rates of the one-epoch check (the paper's 1e-3 first)
+CPU_LR = 1e-3                     # the cpu setting's lr: the smallest of the models' one-epoch bests on validation (`lr_check`)
+
+@dataclass(frozen=True)
+class ShortAttnScale:
+    "One scale of the runs: what changes between scales (the rest of §4's recipe is the same everywhere)."
+    corpus: str                   # 'synthetic' (cut into articles), 'ptb' (no articles) or 'wikitext-2' (articles, reset at each)
+    vocab_size: int               # the corpus's vocabulary (checked by train_lm)
+    size: int                     # w = k of the plain LSTM (cpu: |V| / w = 250, the paper's ≈ 257)
+    lr: float                     # Adam's learning rate (cpu: CPU_LR; elsewhere the paper's 1e-3)
+    epochs: int                   # the epoch cap (paper: its fixed 30 epochs)
+    patience: int | None = None   # early stopping after this many epochs without a validation gain (None: train every epoch)
+    min_delta: float = 0.         # the validation-loss gain that counts (2e-3: 0.2% perplexity)
+    tol: float = 0.01             # parameter matching (tiny smoke models cannot all match within 1%)
+    long_epochs: int | None = None  # the `long` part's budget (None: no such runs; Table 1 itself trains to convergence)
+    tp_rounds: int = 3            # throughput: interleaved rounds per comparison
+    tp_steps: int = 5             # throughput: timed steps per round
+    tp_threads: int | None = None # throughput: torch CPU threads (None: the process's)
+
+SCALES = {
+    'smoke': ShortAttnScale('synthetic', vocab_size=64, size=24, lr=1e-3, epochs=2, tol=0.05, long_epochs=3,
+                            tp_rounds=1, tp_steps=2, tp_threads=1),
+    'cpu':   ShortAttnScale('ptb', vocab_size=10_000, size=40, lr=CPU_LR, epochs=60, patience=3, min_delta=2e-3, tp_threads=1),
+    'gpu':   ShortAttnScale('wikitext-2', vocab_size=33_278, size=300, lr=1e-3, epochs=40, patience=3, min_delta=2e-3),
+    'paper': ShortAttnScale('wikitext-2', vocab_size=33_278, size=300, lr=1e-3, epochs=30)}
+
 # %% ../nbs/12_short_attention.ipynb #b9804d6f
 PARTS = ('lr_check', 'table1', 'controls', 'window', 'attention', 'long', 'ngram', 'throughput', 'cbt')
 ATTENTIVE = ('attention', 'kv', 'kvp')
 WINDOWS, NGRAMS = (1, 5, 10, 15), (2, 3, 4, 5)    # Figure 2a's windows; the N-gram sweep
 LONG_KINDS = ('lstm', 'kvp', 'attention')          # trained longer in the `long` part
-LR_CHECK = (1e-3, 3e-3, 1e-2)                      # Adam learning rates of the one-epoch check (the paper's 1e-3 first)
-CPU_LR = 1e-3                                     # the cpu setting's lr: the smallest of the models' one-epoch bests on validation (`lr_check`)
 
 def run_name(m: ShortAttnConfig) -> str:
     "A model's name in tables and run folders: 'lstm', 'kvp_L10', 'ngram4'."
     return m.kind + dict(lstm='', ngram=f'{m.ngram}').get(m.kind, f'_L{m.window}')
 
 def lm_base(scale: str, data_path: str | None = None) -> tuple[ShortAttnExp, float]:
-    "The plain LSTM run of `scale` (corpus, size, training) and the parameter-matching tolerance."
-    corpus = pick(scale, smoke='synthetic', cpu='ptb', default='wikitext-2')
-    V = pick(scale, smoke=64, cpu=10_000, default=33_278)          # the corpora's vocabularies (checked by train_lm)
-    size = pick(scale, smoke=24, cpu=40, default=300)              # w = k of the plain LSTM (cpu: |V| / w = 250, the paper's ≈ 257)
-    train = TrainConfig(optimizer='adam', lr=pick(scale, cpu=CPU_LR, default=1e-3), weight_decay=0., clip=5., batch_size=64, bptt=20,
-                        epochs=pick(scale, smoke=2, cpu=60, gpu=40, paper=30),
-                        patience=pick(scale, cpu=3, gpu=3, default=None), min_delta=pick(scale, cpu=2e-3, gpu=2e-3, default=0.),
-                        eval_batch_size=10 if corpus == 'ptb' else 1,  # article resets in evaluation need batch 1
+    "The plain LSTM run of `scale` (its row of `SCALES`: corpus, size, training) and the parameter-matching tolerance."
+    S = SCALES[scale]
+    train = TrainConfig(optimizer='adam', lr=S.lr, weight_decay=0., clip=5., batch_size=64, bptt=20, epochs=S.epochs,
+                        patience=S.patience, min_delta=S.min_delta,
+                        eval_batch_size=10 if S.corpus == 'ptb' else 1,  # article resets in evaluation need batch 1 (PTB has none)
                         load_best=True, progress=False)
-    model = ShortAttnConfig(vocab_size=V, emb_size=size, hidden_size=size, kind='lstm', window=10, ngram=4)
-    return ShortAttnExp(corpus, model, train, data_path), pick(scale, smoke=0.05, default=0.01)   # tiny smoke models cannot all match within 1%
+    model = ShortAttnConfig(vocab_size=S.vocab_size, emb_size=S.size, hidden_size=S.size, kind='lstm', window=10, ngram=4)
+    return ShortAttnExp(S.corpus, model, train, data_path), S.tol
 
 def matched(lm: ShortAttnExp, kind: str, tol: float, window: int = 10, ngram: int = 4) -> ShortAttnExp:
     "`lm` with the `kind` model that has the plain LSTM's parameter count (window L, N of the N-gram RNN)."
@@ -185,7 +206,7 @@ def wide_controls(lm: ShortAttnExp, window: int = 10) -> dict[str, ShortAttnExp]
 
 def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Plan:
     "The runs of every part at `scale`; Table 1 and its controls per seed, the sweeps and longer training at `seeds[0]`."
-    lm, tol = lm_base(scale, data_path)
+    S, (lm, tol) = SCALES[scale], lm_base(scale, data_path)
     did, s0 = data_identity(lm.corpus), seeds[0]
     def spec(e: ShortAttnExp, seed: int, suffix: str = '') -> Spec:
         return Spec(train_lm, e, seed, name=run_name(e.model) + suffix, data_id=did)
@@ -196,11 +217,9 @@ def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Pla
     ngram = [spec(matched(lm, 'ngram', tol, ngram=n), s0) for n in NGRAMS]
     lr_check = [spec(replace(e, train=replace(e.train, lr=lr, epochs=1, patience=None)), s0, f'_lr{lr:g}_e1')   # one epoch each, LSTM and KVP
                 for lr in LR_CHECK for e in (lm, matched(lm, 'kvp', tol))]
-    long_epochs = pick(scale, smoke=3, default=None)                   # cpu/gpu: Table 1 itself trains to convergence
-    long = [spec(replace(e, train=replace(e.train, epochs=long_epochs, patience=2)), s0, f'_e{long_epochs}')
-            for e in (matched(lm, k, tol) for k in LONG_KINDS)] if long_epochs else []
-    tp = ThroughputExp(lm.model, window=15, tol=tol, rounds=pick(scale, smoke=1, default=3), steps=pick(scale, smoke=2, default=5),
-                       threads=pick(scale, smoke=1, cpu=1, default=None))
+    long = [spec(replace(e, train=replace(e.train, epochs=S.long_epochs, patience=2)), s0, f'_e{S.long_epochs}')
+            for e in (matched(lm, k, tol) for k in LONG_KINDS)] if S.long_epochs else []
+    tp = ThroughputExp(lm.model, window=15, tol=tol, rounds=S.tp_rounds, steps=S.tp_steps, threads=S.tp_threads)
     cbt = [Spec(train_cbt, CBTExp(kind=k, size=lm.model.emb_size, tol=tol, train=lm.train, data_path=data_path), s0,
                 name=f'cbt_{k}', data_id=data_identity('cbt'))
            for k in ('lstm', 'kvp')] if scale != 'smoke' and has_corpus('cbt', data_path) else []   # needs the CBT files

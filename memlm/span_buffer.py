@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 # %% auto #0
-__all__ = ['PARTS', 'SCREEN_ETAS', 'FORM_ETAS', 'READING', 'CLIP_EXTRA', 'CPU_ETA', 'ETA_READINGS', 'SYNTH_DIAGNOSTICS', 'RECALL_VARIANTS', 'SynthConfig', 'RecallConfig', 'lm_corpus', 'SNBExp', 'build_lm', 'train_lm', 'trained_lm', 'DynEvalExp', 'dyneval_lm', 'SnapshotExp', 'snapshot_lm', 'MixtureFloorLM', 'WholeMixtureLM', 'ThroughputExp', 'reward_grad_ratio', 'snb_throughput', 'screen_specs', 'form_specs', 'lm_configs', 'make_plan']
+__all__ = ['PARTS', 'SCREEN_ETAS', 'FORM_ETAS', 'READING', 'CLIP_EXTRA', 'CPU_ETA', 'ETA_READINGS', 'SYNTH_DIAGNOSTICS', 'RECALL_VARIANTS', 'LM_TRAIN', 'SMOKE_TRAIN', 'AWD_TRAIN', 'MOS_TRAIN', 'CHECKS', 'SCALES', 'SynthConfig', 'RecallConfig', 'lm_corpus', 'SNBExp', 'build_lm', 'train_lm', 'trained_lm', 'DynEvalExp', 'dyneval_lm', 'SnapshotExp', 'snapshot_lm', 'MixtureFloorLM', 'WholeMixtureLM', 'ThroughputExp', 'reward_grad_ratio', 'snb_throughput', 'screen_specs', 'form_specs', 'SNBScale', 'lm_configs', 'make_plan']
 
 # %% ../nbs/10_span_buffer.ipynb #33a30e10
 import copy
@@ -26,7 +26,6 @@ from .span_buffer_model import REWARD_FORMS, SNBConfig, SNBTask, SpanBufferLM, a
 from dataclasses import asdict
 from .experiment import Spec, borrow, RunContext, data_identity, best_checkpoint
 from .plan import Plan
-from .registry import pick
 import memlm.awd_lstm as core
 
 @dataclass(frozen=True)
@@ -285,38 +284,98 @@ RECALL_VARIANTS = {   # the models of the recall check: name -> (change from its
     'snb_eta0_no_rnn_minus_gate_xi': (dict(eta=0., rnn_minus=False, gate_input='h_xi'), '+ SNB, η = 0, w/o RNN-minus, the gate sees [h_t; ξ_t] (ours)'),
     'snb_eta_cpu': (dict(eta=CPU_ETA), f'+ SNB, η = {CPU_ETA:g} (the cpu PTB choice)')}
 
+# %% ../nbs/10_span_buffer.ipynb #a6f55d29
+@dataclass(frozen=True, kw_only=True)
+class SNBScale:
+    "One scale of the paper's runs: the settings that change between scales (the rest is the same at every scale)."
+    # Tables 1–2: the LMs (base and +SNB, softmax and MoS heads) on PTB, and on WikiText-2
+    synth: dict | None = None            # smoke: the LMs' corpus is the synthetic one of these `SynthConfig` arguments, standing in for PTB (None: the named corpus)
+    synth_articles: int | None = None    # smoke: WikiText-2's stand-in is that corpus cut into articles of this length (exercises article resets)
+    soft: AWDLSTMConfig | None           # the softmax LM (None: the core's cpu AWD-LSTM, 2 layers 200 -> 400 -> 200)
+    mos: AWDLSTMConfig | dict            # the MoS LM (a dict: `AWDLSTMConfig.mos_cpu` with these changes, at the softmax LM's vocabulary and depth)
+    snb: dict                            # the +SNB runs' buffer: `SNBConfig`'s changes to its defaults (Table 5's PTB setting)
+    wt2_soft: AWDLSTMConfig | None = None   # WikiText-2's own softmax LM, MoS LM and buffer (Table 5), the three together (None: PTB's)
+    wt2_mos: AWDLSTMConfig | None = None
+    wt2_snb: dict | None = None
+    wt2_seeds: int | None = None         # the WikiText-2 LMs train the first this many seeds (None: every seed)
+    train: dict | None                   # the LMs' `TrainConfig`: its fields beyond `LM_TRAIN` (None: the core's cpu recipe, unchanged)
+    mos_train: dict = field(default_factory=dict)   # the MoS LMs' changes to it
+    finetune_epochs: int = 0             # AWD-LSTM's second phase (averaged SGD from the start)
+    eval_bptt: int = 70                  # the LMs' validation and test window
+    # dynamic evaluation of the LMs (+DE rows)
+    de_stats_cap: int | None = None      # batches of gradient statistics (None: the whole training set)
+    de_splits: tuple = ('valid', 'test')  # the splits scored
+    de_max_tokens: int | None = None     # score only the first tokens of each split (None: all of it)
+    # analysis
+    sweep_spans: tuple = (4, 8)          # the sweep: span lengths L ...
+    sweep_buffers: tuple = (512, 2048)   # ... times buffer sizes B
+    fig5_tokens: int = 5000              # Figure 5 / Table 4: validation tokens read
+    screen_epochs: int | None = None     # the reward-reading screen: epochs of each run (None: no screen at this scale)
+    # the long-range checks (one seed each): the synthetic corpus, and the recall corpora
+    check_corpus: dict                   # `SynthConfig` arguments: a dependency distance d beyond the BPTT window
+    check_model: AWDLSTMConfig           # the LM of both checks
+    check_train: dict                    # `TrainConfig` arguments of both checks
+    check_snb: dict                      # `SNBConfig` arguments of the synthetic check's +SNB: a buffer covering d
+    recall: dict                         # `RecallConfig` arguments of the phrase corpus (the one-word corpora: `phrase_len=1`)
+    recall_buffer: int                   # the recall check's buffer: covers gap + phrase + the wait for REP
+    # throughput, and the reward term's gradient at initialisation
+    tp_buffers: tuple = ((8, 2048), (4, 512))   # (L, B) measured: Table 5's PTB and WT2 settings
+    tp_rounds: int = 5                   # interleaved rounds; medians over them
+    tp_threads: int | None = None        # torch threads while measuring (None: the process's)
+    tp_grad_batches: int = 8             # training windows of the gradient check
+
+LM_TRAIN = dict(weight_decay=1.2e-6, clip=0.25, variable_bptt=True, alpha=2., beta=1., eval_batch_size=10, progress=False)   # every LM's (but the core's cpu recipe)
+SMOKE_TRAIN = dict(optimizer='adam', lr=2e-2, batch_size=16, bptt=20, epochs=2, max_steps_per_epoch=8, log_interval=5)   # a few Adam steps
+AWD_TRAIN = dict(optimizer='sgd', lr=30., batch_size=20, bptt=70, nt_asgd=True, nonmono=5, log_interval=100)   # AWD-LSTM's (gpu, paper: epochs apart)
+MOS_TRAIN = dict(lr=20., batch_size=12, max_bptt=90)   # the MoS paper's changes to it
+CHECKS = dict(   # the long-range checks at cpu, gpu and paper scale
+    check_corpus=dict(n_train=200_000, n_valid=20_000, n_test=20_000, vocab_size=64, d=60),
+    check_model=AWDLSTMConfig.tiny(64, nlayers=2, emsize=32, nhid=64, dropout=0.1, dropouth=0.1, dropouti=0.1, dropoute=0., wdrop=0.1),
+    check_train=dict(optimizer='adam', lr=3e-3, weight_decay=0., clip=0.25, batch_size=32, bptt=35, variable_bptt=True, epochs=150, patience=8,
+                     min_delta=1e-3, lr_decay=2., lr_decay_threshold=0., eval_batch_size=10, progress=False),
+    # ^ the lr is halved only when validation gets worse: a rule that halves it whenever validation improves by < 0.02 ppl leaves it
+    #   near 0 long before any model learns to retrieve (see *The recall check*)
+    check_snb=dict(span_len=4, buffer_size=64, attn_size=32),
+    recall=dict(n_train=200_000, n_valid=20_000, n_test=20_000, gap=60), recall_buffer=128)
+
+SCALES = {
+    'smoke': SNBScale(
+        synth=dict(n_train=20_000, n_valid=2_000, n_test=1_000, vocab_size=64, d=10), synth_articles=400,
+        soft=AWDLSTMConfig.tiny(64, nlayers=2, emsize=16, nhid=32), mos=AWDLSTMConfig.tiny(64, nlayers=2, emsize=16, nhid=32, nhidlast=24, n_experts=3),
+        snb=dict(span_len=4, buffer_size=32, attn_size=16), wt2_seeds=1, train=SMOKE_TRAIN, eval_bptt=20,
+        de_stats_cap=10, de_max_tokens=300, sweep_spans=(2, 4), sweep_buffers=(16, 32), fig5_tokens=500, screen_epochs=1,
+        check_corpus=dict(n_train=20_000, n_valid=2_000, n_test=1_000, vocab_size=64, d=25), check_model=AWDLSTMConfig.tiny(64, nlayers=2, emsize=16, nhid=32),
+        check_train=LM_TRAIN | SMOKE_TRAIN | dict(bptt=10), check_snb=dict(span_len=4, buffer_size=32, attn_size=16),
+        recall=dict(n_train=20_000, n_valid=2_000, n_test=1_000, gap=15, p_rep=0.5), recall_buffer=32,
+        tp_buffers=((4, 32), (2, 16)), tp_rounds=2, tp_grad_batches=2),
+    'cpu': SNBScale(   # the core's cpu model and recipe, unchanged (see Scales); MoS at the MoS paper's lr 20
+        soft=None, mos=dict(n_experts=3), snb=dict(span_len=8, buffer_size=512, attn_size=64, eta=CPU_ETA), train=None, mos_train=dict(lr=20.),
+        de_splits=('test',), screen_epochs=3, tp_buffers=((8, 2048), (8, 512)), tp_threads=1, **CHECKS),
+    'gpu': SNBScale(   # Table 5 and the base models' own settings, 60 epochs
+        soft=AWDLSTMConfig.awd_ptb(), mos=AWDLSTMConfig.mos_ptb(), snb={},
+        wt2_soft=AWDLSTMConfig.awd_wt2(), wt2_mos=AWDLSTMConfig.mos_wt2(), wt2_snb=dict(span_len=4, buffer_size=512, train_temp=10., eval_temp=0.01),
+        train=AWD_TRAIN | dict(epochs=60), mos_train=MOS_TRAIN, **CHECKS),
+    'paper': SNBScale(   # as gpu, at the papers' lengths: 500 epochs (MoS 1000) + 500 of fine-tuning
+        soft=AWDLSTMConfig.awd_ptb(), mos=AWDLSTMConfig.mos_ptb(), snb={},
+        wt2_soft=AWDLSTMConfig.awd_wt2(), wt2_mos=AWDLSTMConfig.mos_wt2(), wt2_snb=dict(span_len=4, buffer_size=512, train_temp=10., eval_temp=0.01),
+        train=AWD_TRAIN | dict(epochs=500), mos_train=MOS_TRAIN | dict(epochs=1000), finetune_epochs=500, **CHECKS)}
+
 def _train_cfg(scale: str, mos: bool = False) -> TrainConfig:
-    "The training config of the LM runs at `scale` (the same for base and +SNB)."
-    common = dict(weight_decay=1.2e-6, clip=0.25, variable_bptt=True, alpha=2., beta=1., eval_batch_size=10, progress=False,
-                  log_interval=pick(scale, smoke=5, default=100))
-    if scale == 'smoke': return TrainConfig(optimizer='adam', lr=2e-2, batch_size=16, bptt=20, epochs=2, max_steps_per_epoch=8, **common)
-    if scale == 'cpu':   # the core's cpu recipe (09_awd_lstm), unchanged; MoS at the MoS paper's lr 20
-        t = core.awd_configs('cpu')[0].train
-        return replace(t, lr=20.) if mos else t
-    return TrainConfig(optimizer='sgd', lr=20. if mos else 30., batch_size=12 if mos else 20, bptt=70, max_bptt=90 if mos else None,
-                       nt_asgd=True, nonmono=5, epochs=60 if scale == 'gpu' else (1000 if mos else 500), **common)
+    "The training config of the LM runs at `scale` (the same for base and +SNB): its row of `SCALES`, or the core's cpu recipe (09_awd_lstm)."
+    S = SCALES[scale]
+    t = core.awd_configs('cpu')[0].train if S.train is None else TrainConfig(**(LM_TRAIN | S.train))
+    return replace(t, **S.mos_train) if mos else t
 
 def lm_configs(scale: str, corpus: str = 'ptb', data_path: str | None = None) -> dict[str, SNBExp]:
     "The four LMs of Tables 1–2 at `scale` on `corpus` ('ptb' or 'wikitext-2'): base and +SNB, softmax and MoS heads."
-    wt2 = corpus == 'wikitext-2'
-    if scale == 'smoke':
-        V = 64
-        synth = SynthConfig(n_train=20_000, n_valid=2_000, n_test=1_000, vocab_size=V, d=10, article_len=400 if wt2 else None)
-        soft = AWDLSTMConfig.tiny(V, nlayers=2, emsize=16, nhid=32)
-        mos = AWDLSTMConfig.tiny(V, nlayers=2, emsize=16, nhid=32, nhidlast=24, n_experts=3)
-        snb = SNBConfig(span_len=4, buffer_size=32, attn_size=16)
-    else:
-        synth = None
-        if scale == 'cpu':
-            soft = core.awd_configs('cpu')[0].model                   # the core's cpu AWD-LSTM (2 layers 200 -> 400 -> 200)
-            mos = AWDLSTMConfig.mos_cpu(vocab_size=soft.vocab_size, nlayers=soft.nlayers, n_experts=3)
-            snb = SNBConfig(span_len=8, buffer_size=512, attn_size=64, eta=CPU_ETA)
-            if READING is not None: snb = replace(snb, reward_form=READING[0], eta=READING[1])   # the chosen reward reading
-        else:
-            soft, mos = (AWDLSTMConfig.awd_wt2(), AWDLSTMConfig.mos_wt2()) if wt2 else (AWDLSTMConfig.awd_ptb(), AWDLSTMConfig.mos_ptb())
-            snb = SNBConfig(span_len=4, buffer_size=512, train_temp=10., eval_temp=0.01) if wt2 else SNBConfig()   # Table 5
-    base = dict(corpus='synthetic' if scale == 'smoke' else corpus, synth=synth, finetune_epochs=pick(scale, paper=500, default=0),
-                eval_bptt=pick(scale, smoke=20, default=70), data_path=data_path)
+    S, wt2 = SCALES[scale], corpus == 'wikitext-2'
+    synth = None if S.synth is None else SynthConfig(**S.synth, article_len=S.synth_articles if wt2 else None)
+    soft, mos, snb = (S.wt2_soft, S.wt2_mos, S.wt2_snb) if wt2 and S.wt2_soft is not None else (S.soft, S.mos, S.snb)
+    if soft is None: soft = core.awd_configs('cpu')[0].model   # the core's cpu AWD-LSTM
+    if isinstance(mos, dict): mos = AWDLSTMConfig.mos_cpu(vocab_size=soft.vocab_size, nlayers=soft.nlayers, **mos)
+    snb = SNBConfig(**snb)
+    if scale == 'cpu' and READING is not None: snb = replace(snb, reward_form=READING[0], eta=READING[1])   # the chosen reward reading
+    base = dict(corpus=corpus if synth is None else 'synthetic', synth=synth, finetune_epochs=S.finetune_epochs, eval_bptt=S.eval_bptt, data_path=data_path)
     return dict(awd=SNBExp(model=soft, snb=None, train=_train_cfg(scale), **base), awd_snb=SNBExp(model=soft, snb=snb, train=_train_cfg(scale), **base),
                 mos=SNBExp(model=mos, snb=None, train=_train_cfg(scale, True), **base), mos_snb=SNBExp(model=mos, snb=snb, train=_train_cfg(scale, True), **base))
 
@@ -325,13 +384,15 @@ def _lm_specs(cfgs: dict, seeds: list, mos_seeds: list, prefix: str = '') -> dic
     return {k: [Spec(train_lm, c, s, name=prefix + k, data_id=did) for s in (mos_seeds if k.startswith('mos') else seeds)] for k, c in cfgs.items()}
 
 def _de_specs(lms: dict[str, list[Spec]], scale: str, prefix: str = '') -> list[Spec]:
-    dyn = DynEvalConfig.paper(max_stats_batches=pick(scale, smoke=10, default=None))
-    kw = dict(splits=pick(scale, cpu=('test',), default=('valid', 'test')), max_tokens=pick(scale, smoke=300, default=None))
+    S = SCALES[scale]
+    dyn = DynEvalConfig.paper(max_stats_batches=S.de_stats_cap)
+    kw = dict(splits=S.de_splits, max_tokens=S.de_max_tokens)
     return [Spec(dyneval_lm, DynEvalExp(lm=l.cfg, lm_run=l.folder, dyn=dyn, **kw), l.seed, name=f'{l.name}_de', data_id=l.data_id, needs=(l,))
             for specs in lms.values() for l in specs]
 
 def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Plan:
-    "The runs of every part at `scale`."
+    "The runs of every part at `scale` (its settings: `SCALES[scale]`)."
+    S = SCALES[scale]
     mos_seeds = seeds   # every scale: the issue asks for >= 3 seeds of the base and +SNB rows, MoS included
     cfgs = lm_configs(scale, 'ptb', data_path)
     lms = _lm_specs(cfgs, seeds, mos_seeds)
@@ -348,28 +409,16 @@ def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Pla
     # so its newest span ends at h_t), and a smaller eta (the paper gives none; see 'Which spans')
     readings = [Spec(train_lm, replace(main.cfg, snb=replace(snb, **kw)), main.seed, name=k, data_id=did)
                 for k, kw in ({'lag0': dict(lag=0)} | {k: dict(eta=e) for k, e in ETA_READINGS.items() if e != snb.eta}).items()]
-    Ls, Bs = pick(scale, smoke=(2, 4), default=(4, 8)), pick(scale, smoke=(16, 32), default=(512, 2048))
     sweep = [main if (L, B) == (snb.span_len, snb.buffer_size) else
              Spec(train_lm, replace(main.cfg, snb=replace(snb, span_len=L, buffer_size=B)), main.seed, name=f'L{L}_B{B}', data_id=did)
-             for L in Ls for B in Bs]
+             for L in S.sweep_spans for B in S.sweep_buffers]
     # the long-range check: dependency distance d beyond the BPTT window, buffer covering it
-    sy = pick(scale, smoke=SynthConfig(n_train=20_000, n_valid=2_000, n_test=1_000, vocab_size=64, d=25),
-              default=SynthConfig(n_train=200_000, n_valid=20_000, n_test=20_000, vocab_size=64, d=60))
-    sm = pick(scale, smoke=AWDLSTMConfig.tiny(64, nlayers=2, emsize=16, nhid=32),
-              default=AWDLSTMConfig.tiny(64, nlayers=2, emsize=32, nhid=64, dropout=0.1, dropouth=0.1, dropouti=0.1, dropoute=0., wdrop=0.1))
-    st = pick(scale, smoke=replace(_train_cfg('smoke'), bptt=10),
-              default=TrainConfig(optimizer='adam', lr=3e-3, weight_decay=0., clip=0.25, batch_size=32, bptt=35, variable_bptt=True,
-                                  epochs=150, patience=8, min_delta=1e-3, lr_decay=2., lr_decay_threshold=0., eval_batch_size=10, progress=False))
-    # ^ the lr is halved only when validation gets worse: a rule that halves it whenever validation improves by < 0.02 ppl leaves it
-    #   near 0 long before any model learns to retrieve (see *The recall check*)
-    ss = SNBConfig(span_len=4, buffer_size=pick(scale, smoke=32, default=64), attn_size=pick(scale, smoke=16, default=32))
+    sy, sm, st, ss = SynthConfig(**S.check_corpus), S.check_model, TrainConfig(**S.check_train), SNBConfig(**S.check_snb)
     syn = [Spec(train_lm, SNBExp('synthetic', sm, snb, st, synth=sy, eval_bptt=70, test_batch_size=10), s, name=n)
            for s in seeds[:1] for n, snb in (('synth_base', None), ('synth_snb', ss),         # the check, then its diagnostics
                                              *((n, replace(ss, **kw)) for n, kw, _ in SYNTH_DIAGNOSTICS.values()))]
     # the recall check: the moment a phrase repeats is observable (a REP marker), its words lie `gap` > BPTT back, in the buffer
-    rc = pick(scale, smoke=RecallConfig(n_train=20_000, n_valid=2_000, n_test=1_000, gap=15, p_rep=0.5),
-              default=RecallConfig(n_train=200_000, n_valid=20_000, n_test=20_000, gap=60))
-    rs = replace(ss, buffer_size=pick(scale, smoke=32, default=128))          # covers gap + phrase + the wait for REP
+    rc, rs = RecallConfig(**S.recall), replace(ss, buffer_size=S.recall_buffer)
     # three corpora, the repeat always beyond the BPTT window: one word echoed where it first appears, one word, a phrase of 4 words
     corpora = {'recall1_echo': replace(rc, phrase_len=1, echo=True),   # one word, echoed once when it first appears: an LM's state then holds it
                'recall1': replace(rc, phrase_len=1), 'recall': rc}
@@ -377,18 +426,15 @@ def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Pla
     runs_on = {'recall1_echo': list(variants), 'recall1': ['base', 'snb_eta0_no_rnn_minus'], 'recall': ['base', 'snb_eta0']}
     recall = [Spec(train_lm, SNBExp('synthetic', sm, variants[v], st, synth=corpora[c], eval_bptt=70, test_batch_size=10), s, name=f'{c}_{v}')
               for s in seeds[:1] for c in corpora for v in runs_on[c]]
-    wt2 = {} if scale == 'cpu' else _lm_specs(lm_configs(scale, 'wikitext-2', data_path), seeds[:1] if scale == 'smoke' else seeds,
-                                              seeds[:1] if scale == 'smoke' else mos_seeds, 'wt2_')
-    fig5 = Spec(snapshot_lm, SnapshotExp(lm=main.cfg, lm_run=main.folder, max_tokens=pick(scale, smoke=500, default=5000)), main.seed,
-                name='fig5', data_id=did, needs=(main,))
-    tp = ThroughputExp(model=cfgs['awd'].model, snb=replace(snb, eta=1.), buffers=pick(scale, smoke=((4, 32), (2, 16)), cpu=((8, 2048), (8, 512)), default=((8, 2048), (4, 512))),
-                       batch_size=cfgs['awd'].train.batch_size, bptt=cfgs['awd'].train.bptt, rounds=pick(scale, smoke=2, default=5),
-                       threads=pick(scale, cpu=1, default=None), corpus=cfgs['awd'].corpus, synth=cfgs['awd'].synth, data_path=data_path,
-                       grad_batches=pick(scale, smoke=2, default=8))   # snb at eta = 1: eta changes no timing; the gradient check is at eta = 1
+    wt2 = {} if scale == 'cpu' else _lm_specs(lm_configs(scale, 'wikitext-2', data_path), seeds[:S.wt2_seeds], mos_seeds[:S.wt2_seeds], 'wt2_')
+    fig5 = Spec(snapshot_lm, SnapshotExp(lm=main.cfg, lm_run=main.folder, max_tokens=S.fig5_tokens), main.seed, name='fig5', data_id=did, needs=(main,))
+    tp = ThroughputExp(model=cfgs['awd'].model, snb=replace(snb, eta=1.), buffers=S.tp_buffers, batch_size=cfgs['awd'].train.batch_size,
+                       bptt=cfgs['awd'].train.bptt, rounds=S.tp_rounds, threads=S.tp_threads, corpus=cfgs['awd'].corpus, synth=cfgs['awd'].synth,
+                       data_path=data_path, grad_batches=S.tp_grad_batches)   # snb at eta = 1: eta changes no timing; the gradient check is at eta = 1
     plan = Plan('span_buffer', scale, {
         'lm': [s for v in lms.values() for s in v], 'dynamic_eval': des, 'ablations': ablations, 'readings': readings, 'sweep': sweep,
         'synthetic': syn, 'recall': recall, 'wt2': [s for v in wt2.values() for s in v] + _de_specs(wt2, scale, ''), 'figures': [fig5],
         'throughput': [Spec(snb_throughput, tp, seeds[0], name='throughput', data_id=data_identity(cfgs['awd'].corpus))],
-        'screen': screen_specs(main, pick(scale, smoke=1, default=3)) if scale in ('smoke', 'cpu') else [],
+        'screen': screen_specs(main, S.screen_epochs) if S.screen_epochs else [],
         'forms': form_specs(_printed(main, scale), READING) if scale == 'cpu' else []})
     return core.with_retired(plan, make_plan, seeds, data_path)   # the runs of the former cpu recipe stay found
