@@ -133,6 +133,7 @@ def scale_table(scales: dict) -> str:
 # %% ../nbs/09_awd_lstm.ipynb #f819ee63
 PARTS = ('lm', 'dynamic_eval', 'throughput', 'schedule', 'adaptive')
 
+# %% ../nbs/09_awd_lstm.ipynb #d39cd742
 def fixed_schedule(train: TrainConfig, decay_at: int, tail: tuple = (6, 2, 2)) -> TrainConfig:
     """`train` on a fixed schedule: its lr until epoch `decay_at`, then ÷`lr_decay` after it and after each later step of `tail`
     (epochs at lr/4, lr/16, lr/64 for ÷4), no early stopping: every arm and seed trains exactly `decay_at + sum(tail)` epochs."""
@@ -141,6 +142,7 @@ def fixed_schedule(train: TrainConfig, decay_at: int, tail: tuple = (6, 2, 2)) -
     return replace(train, lr_milestones=(decay_at, decay_at + a, decay_at + a + b), epochs=decay_at + a + b + c,
                    patience=None, min_delta=0., lr_decay_threshold=None, lr_decay_start=None, nt_asgd=False)
 
+# %% ../nbs/09_awd_lstm.ipynb #b88cf231
 # The candidates of the cpu schedule search: branch points of one lr-30 trunk, one tail each (smoke: a tiny copy)
 SCHEDULE_SEARCH = dict(cpu=dict(decay_at=(10, 14, 18), tail=(6, 2, 2)), smoke=dict(decay_at=(1, 2), tail=(1, 1, 1)))
 
@@ -150,6 +152,7 @@ def choose_schedule(val_ppl: dict[int, float], tol: float = 0.5) -> int:
     best = min(val_ppl.values())
     return min(e for e, v in val_ppl.items() if v <= best + tol)
 
+# %% ../nbs/09_awd_lstm.ipynb #d78990b5
 def schedule_specs(lm: AWDExp, seed: int, did: str, decay_at: tuple, tail: tuple) -> list[Spec]:
     "One lr-`lm.train.lr` trunk that keeps its checkpoints at `decay_at`, and one branch per decay point with its fixed tail."
     trunk_train = replace(lm.train, epochs=max(decay_at), keep_epochs=tuple(decay_at), patience=None, min_delta=0., lr_milestones=(),
@@ -158,10 +161,12 @@ def schedule_specs(lm: AWDExp, seed: int, did: str, decay_at: tuple, tail: tuple
     return [trunk] + [Spec(train_awd, replace(lm, train=fixed_schedule(lm.train, e, tail)), seed, name=f'sched_decay{e}', data_id=did,
                            extends=trunk, from_epoch=e) for e in decay_at]
 
+# %% ../nbs/09_awd_lstm.ipynb #33879853
 CPU_DECAY_AT: int | None = 18     # the cpu recipe's first decay, as `choose_schedule` picked it from part 'schedule' (the record
                                   # `schedule` holds each branch's validation perplexity; None: not chosen yet)
 CPU_TAIL = (6, 2, 2)               # the tail every candidate had
 
+# %% ../nbs/09_awd_lstm.ipynb #dac0bf46
 def with_retired(plan: Plan, make_plan, seeds: list[int], data_path: str | None = None) -> Plan:
     """`plan` (a paper's, at cpu scale, built on the core's recipe) with `retired`: the recorded runs its plan had under the former
     plateau rule and that the chosen fixed schedule replaced. They stay on disk and are still found; no plan runs them again."""
@@ -174,6 +179,7 @@ def with_retired(plan: Plan, make_plan, seeds: list[int], data_path: str | None 
     plan.retired = [s for s in old.specs() if old.dir(s) not in now and (old.dir(s)/'record.json').exists()]
     return plan
 
+# %% ../nbs/09_awd_lstm.ipynb #6a085527
 def awd_configs(scale: str, data_path: str | None = None, fixed: bool = True) -> tuple[AWDExp, ThroughputExp]:
     "The LM and throughput configs of `scale` (its row of `SCALES`); at cpu scale on the chosen fixed schedule (`fixed=False`: the former plateau rule)."
     S = SCALES[scale]
@@ -185,6 +191,7 @@ def awd_configs(scale: str, data_path: str | None = None, fixed: bool = True) ->
     tp = ThroughputExp(model=S.model, batch_size=train.batch_size, bptt=train.bptt, rounds=S.tp_rounds, threads=S.tp_threads)
     return lm, tp
 
+# %% ../nbs/09_awd_lstm.ipynb #5c9427fe
 def _lm_and_dyneval(lm: AWDExp, seeds: list, did: str, stats_cap, same: dict) -> tuple[list, list]:
     "The LM run per seed (a run whose key is in `same` is that run: a schedule branch) and its dynamic evaluation."
     lms = [replace(same[sp.key], label=sp.name) if sp.key in same else sp     # a branch run is this part's row 'awd_lstm' too
@@ -192,6 +199,7 @@ def _lm_and_dyneval(lm: AWDExp, seeds: list, did: str, stats_cap, same: dict) ->
     return lms, [Spec(dyneval_awd, DynEvalExp(lm=lm, lm_run=l.folder, dyn=DynEvalConfig.paper(max_stats_batches=stats_cap)), l.seed,
                       name='dynamic_eval', data_id=did, needs=(l,)) for l in lms]
 
+# %% ../nbs/09_awd_lstm.ipynb #474fe66e
 def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Plan:
     """The runs of every part at `scale`: the LM per seed, its dynamic evaluation, one throughput measurement; at cpu scale the
     schedule search, and once it has chosen, the runs of the former plateau rule as part `adaptive` (the noise it made)."""

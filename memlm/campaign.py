@@ -30,15 +30,18 @@ PRIORITY = (
     ('short_attention', 'gpu', ('table1',)),
     ('dynamic_skip', 'gpu', ('ptb',)))
 
+# %% ../nbs/08a_campaign.ipynb #c40c6840
 def device_kind(device: str | None) -> str:
     "'cpu' or 'gpu' from a device name as records hold it ('cpu', 'cuda', 'NVIDIA H100 80GB HBM3', ...)."
     return 'cpu' if not device or device.lower().startswith('cpu') else 'gpu'
 
+# %% ../nbs/08a_campaign.ipynb #5c516e11
 def _record(d: Path) -> dict | None:
     "A run's record (None: none yet, or unreadable: the campaign reruns it)."
     try: return load_record(d)
     except CorruptRecordError: return None
 
+# %% ../nbs/08a_campaign.ipynb #60bedb31
 def pending(items, seeds=(0, 1, 2), data_path: str | None = None, device: str | None = None,
             pinned: list | None = None) -> list[tuple[Plan, Spec]]:
     """The runs not yet done, in priority order: `items` are `(paper, scale, parts)` or `(Plan, parts)`. With `device`: only the
@@ -69,6 +72,7 @@ def _job(spec: Spec, root: str, deadline: float, device: str, threads: int | Non
     try: return 'ok', execute(spec, Path(root), deadline=deadline, device=device)
     except Exception as e: return 'failed', f'{type(e).__name__}: {e}'[-2000:]
 
+# %% ../nbs/08a_campaign.ipynb #4693cb9e
 def run_campaign(items=PRIORITY, *, budget_s: float = 540., workers: int = 4, device: str | None = None, seeds=(0, 1, 2),
                  data_path: str | None = None, margin_s: float = 45., min_start_s: float = 60., threads: int | None = None, log=print) -> dict:
     """Run the pending runs of `items` in priority order, `workers` at a time, all stopping by `budget_s - margin_s`.
@@ -134,6 +138,7 @@ def pack(dirs: list[Path], out_dir: Path, root: Path | None = None, max_files: i
     if cur is not None: cur.close()
     return [a for a in archives if a.stat().st_size > 45]
 
+# %% ../nbs/08a_campaign.ipynb #8b7b5f6e
 def unpack(archives: list[Path], root: Path | None = None, expect_device: str | None = 'NVIDIA') -> list[str]:
     "Extract campaign archives into the checkout; every record must name a device containing `expect_device` (None: no check)."
     root = Path(root or results_dir().parent); got = []

@@ -79,22 +79,26 @@ def claim_value(c: dict, scales=('paper', 'gpu', 'cpu')) -> dict | None:
         partial = partial or o
     return partial
 
+# %% ../nbs/05b_claims.ipynb #2a05bade
 def trained_at(rec: dict, paper_dir: Path) -> str:
     "The commits that trained the runs behind an aggregated record (its own commit when it names no runs)."
     provs = [json.loads(f.read_text()).get('provenance', {}) for f in (paper_dir/'runs'/r/'record.json' for r in rec.get('runs') or [])
              if f.exists()] or [rec.get('provenance', {})]
     return ', '.join(dict.fromkeys((p.get('commit') or '?')[:8] + ('+dirty' if p.get('dirty') else '') for p in provs))
 
+# %% ../nbs/05b_claims.ipynb #b96f90c3
 def claim_note(c: dict, scale: str) -> str:
     "The note of claim `c` for a value at `scale`: `note_<scale>` if the CSV has it, the cpu `note` at cpu (and smoke) scale."
     if c.get(f'note_{scale}'): return c[f'note_{scale}']
     return c['note'] if scale in ('cpu', 'smoke') else f'({scale} scale: no note yet)'
 
+# %% ../nbs/05b_claims.ipynb #32099d87
 def _fmt_ours(o: dict, where: str) -> str:
     return _fmt(o['value']) + (f" ± {_fmt(o['sd'])}" if o['sd'] else '') + (f" (n={o['n']}, {where})" if o['n'] else f" ({where})")
 
 def _fmt_ci(ci) -> str: return f'[{_fmt(ci[0])}, {_fmt(ci[1])}]' if ci else ''
 
+# %% ../nbs/05b_claims.ipynb #bfcad848
 def claim_verdicts(paper: str | None = None, scales=('paper', 'gpu', 'cpu')) -> list[dict]:
     """One row per claim (of `paper`, or all): the paper's value, ours at the largest scale that has run, and the verdict of its
     declared test (`memlm.stats.decide`, Holm's correction over each paper's claims), its interval, p, why, and the seeds needed."""
@@ -113,6 +117,7 @@ def claim_verdicts(paper: str | None = None, scales=('paper', 'gpu', 'cpu')) -> 
                             result=c['result'], key=c['key'], **v))
     return out
 
+# %% ../nbs/05b_claims.ipynb #e0dd2612
 def summary_rows(scales=('paper', 'gpu', 'cpu')) -> list[dict]:
     "One row per claim with the paper's value, ours (mean ± sd, n, scale), the verdict with its interval, and why."
     out = []
@@ -128,6 +133,7 @@ def summary_rows(scales=('paper', 'gpu', 'cpu')) -> list[dict]:
                         why=why, commit=r['commit'], scale=r['scale']))
     return out
 
+# %% ../nbs/05b_claims.ipynb #5405b72e
 def summary_markdown(scales=('paper', 'gpu', 'cpu')) -> str:
     "The claims table: the paper's value, ours, the 95 % interval, the verdict, the seeds an inconclusive claim needs, why."
     rows = summary_rows(scales)
@@ -135,6 +141,7 @@ def summary_markdown(scales=('paper', 'gpu', 'cpu')) -> str:
     for r in rows: r['trained at'] = r.pop('commit'); r['95% CI'] = r.pop('ci'); r['seeds needed'] = r.pop('seeds_needed')
     return markdown_table(rows, ['paper', 'claim', 'test', 'paper_value', 'ours', '95% CI', 'verdict', 'seeds needed', 'why', 'trained at'])
 
+# %% ../nbs/05b_claims.ipynb #e78cd242
 COUNTED = ('reproduced', 'contradicted', 'inconclusive')
 
 def paper_status(paper: str, scales=('paper', 'gpu', 'cpu')) -> str:
@@ -147,6 +154,7 @@ def paper_status(paper: str, scales=('paper', 'gpu', 'cpu')) -> str:
     where = sorted({r['scale'] for r in rows if r['scale']})
     return ', '.join(f'{n[v]} {v}' for v in order if n.get(v)) + (f" ({', '.join(where)} scale)" if where else '')
 
+# %% ../nbs/05b_claims.ipynb #a3535bb9
 def headline(paper: str, rows: list[dict] | None = None) -> str:
     "A paper's headline, rendered from its records: its first tested claim with ours, the interval and the verdict."
     rows = rows if rows is not None else claim_verdicts(paper)
@@ -156,6 +164,7 @@ def headline(paper: str, rows: list[dict] | None = None) -> str:
     need = f", about {r['seeds_needed']} seeds would decide it" if r['verdict'] == 'inconclusive' and r['seeds_needed'] else ''
     return f"{r['claim']}: paper {_fmt(r['paper_value'])}, ours {_fmt(r['value'])}{ci} at {r['scale']} scale, n={r['n']}: **{r['verdict']}**{need}"
 
+# %% ../nbs/05b_claims.ipynb #598d0cf4
 def write_results(path: Path | None = None, figs: Path | None = None, papers: list[str] | None = None) -> str:
     """`RESULTS.md`: per paper, its verdict counts, what Holm's correction guarantees, a forest plot (`figures/claims/<paper>_forest.png`)
     and its claims; the setting of each scale said once, a row's `why` only where it differs; provenance as links to the records."""
@@ -196,7 +205,6 @@ def write_results(path: Path | None = None, figs: Path | None = None, papers: li
     md = '\n'.join(out)
     path.write_text(md)
     return md
-
 
 # %% ../nbs/05b_claims.ipynb #e4c382ae
 def unrecorded_claims(paper: str, scale: str) -> list[str]:

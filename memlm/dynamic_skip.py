@@ -8,18 +8,16 @@ from __future__ import annotations
 __all__ = ['NUMBER_ROWS', 'AUTHORS_RL', 'PREPOSITIONS', 'GLOVE_URL', 'NER_PILOT_EPOCHS', 'NER_EPOCHS', 'SCALES', 'PARTS', 'NumberExp', 'number_data', 'classify_eval', 'number_model', 'train_number', 'trained_number', 'Fig4Exp', 'fig4_grad_norms', 'PTBExp', 'ptb_model', 'train_ptb', 'skip_arcs', 'Fig6Exp', 'fig6_skips', 'NERExp', 'load_glove', 'conll_data', 'sgd_momentum', 'train_ner', 'choose_ner_epochs', 'IMDBExp', 'imdb_root', 'imdb_data', 'imdb_splits', 'train_imdb', 'ThroughputExp', 'skip_throughput', 'DynamicSkipScale', 'missing_data', 'make_plan']
 
 # %% ../nbs/14_dynamic_skip.ipynb #5ef6d3e9
-import torch
-import torch.nn.functional as F
-from torch import Tensor, nn
-from .models import eval_mode
-from .dynamic_skip_model import LAYERS, Reinforce, SeqClassifier, SkipLSTM, classifier_reward, grad_norms_over_time, lm_reward, make_layer, ner_reward, pad_crop
 import functools, re, tempfile
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
 from .data import has_corpus, ensure_corpus, data_dir, IMDB_URL
 from .corpora import number_prediction, lm_corpus, read_conll2003, iob1_to_bioes, read_imdb, ner_fixture, imdb_fixture
-from .models import LSTMLM, LSTMLMConfig
+from .models import LSTMLM, LSTMLMConfig, eval_mode
 from .speed import throughput, LMStep, LayerStep, native_kernels
 from .train import TrainConfig, load_model
 from .tasks import BatchTask, LMTask
@@ -28,6 +26,8 @@ from .tagging import NERTagger, ner_vocabs, ner_collate, ner_f1
 from .experiment import Spec, RunContext, data_identity, best_checkpoint
 from .plan import Plan
 from .registry import check_scale
+from .dynamic_skip_model import (LAYERS, Reinforce, SeqClassifier, SkipLSTM, classifier_reward, grad_norms_over_time, lm_reward,
+                                      make_layer, ner_reward, pad_crop)
 
 # %% ../nbs/14_dynamic_skip.ipynb #12e11650
 # Table 5's rows: the recurrent layer and its lambda, in training order (the rows the claim rests on first)
@@ -51,11 +51,13 @@ class NumberExp:
     patience: int | None = 5               # early stopping on dev accuracy (None/0: never)
     min_delta: float = field(default=0., metadata={'key': 'if_set'})   # ... counting only gains above this (accuracy points; added later)
 
+# %% ../nbs/14_dynamic_skip.ipynb #4f711fd9
 @functools.lru_cache(maxsize=8)
 def number_data(length: int, offset: int, n: tuple, data_seed: int) -> tuple:
     "The (train, dev, test) splits `(x[n, length], y[n])` of the task (cached: every run of a length shares them)."
     return tuple(number_prediction(k, length, seed=data_seed + i, offset=offset) for i, k in enumerate(n))
 
+# %% ../nbs/14_dynamic_skip.ipynb #b2e5d151
 @torch.no_grad()
 def classify_eval(model: nn.Module, x: Tensor, y: Tensor, bs: int = 1000,
                   sample: int | None = None) -> dict:  # None: greedy skips; a seed: skips sampled from the policy (as the authors evaluate)
@@ -69,10 +71,12 @@ def classify_eval(model: nn.Module, x: Tensor, y: Tensor, bs: int = 1000,
         logits = torch.cat([model(x[i:i + bs].to(dev)).cpu() for i in range(0, len(x), bs)])
     return dict(loss=F.cross_entropy(logits, y).item(), acc=100 * (logits.argmax(-1) == y).float().mean().item())
 
+# %% ../nbs/14_dynamic_skip.ipynb #bd55bb24
 def number_model(cfg: NumberExp) -> SeqClassifier:
     "The classifier of `cfg`: one-hot digits, one recurrent layer, the last hidden state classifies."
     return SeqClassifier(10, 10, lambda i: make_layer(cfg.kind, i, cfg.hidden, K=cfg.K, lam=cfg.lam))
 
+# %% ../nbs/14_dynamic_skip.ipynb #e52f77b1
 def train_number(cfg: NumberExp, seed: int, ctx: RunContext) -> dict:
     "Train one classifier (REINFORCE for a dynamic layer); dev / test accuracy of the best dev epoch."
     (xtr, ytr), (xva, yva), (xte, yte) = number_data(cfg.length, cfg.offset, tuple(cfg.n), cfg.data_seed)
@@ -89,6 +93,7 @@ def train_number(cfg: NumberExp, seed: int, ctx: RunContext) -> dict:
     return dict(dev_acc=dev['acc'], test_acc=test['acc'], **sampled, epochs=len(hist), best_epoch=max(hist, key=lambda h: h.get('val_acc', -1))['epoch'],
                 train_time_s=sum(h['time_s'] for h in hist))
 
+# %% ../nbs/14_dynamic_skip.ipynb #d3109f98
 def trained_number(cfg: NumberExp, run_dir) -> SeqClassifier:
     "The best-dev model a finished `train_number` run left in its folder."
     path = best_checkpoint(run_dir, 'train')
@@ -142,15 +147,18 @@ class PTBExp:
     entropy_weight: float = field(default=0.01, metadata={'key': 'if_set'})     # α of Eq. 4 (the authors' code: 0, no entropy term)
     carry_buffer: bool = field(default=True, metadata={'key': 'if_set'})        # carry the K-state buffer across windows (the authors' code: newest state only)
 
+# %% ../nbs/14_dynamic_skip.ipynb #3ef4759f
 # the authors' TF code's REINFORCE details (yslin1995/DynamicLSTM), one `replace(cfg, **AUTHORS_RL)` away
 AUTHORS_RL = dict(reward='prob', policy_weight=0.3, entropy_weight=0., carry_buffer=False)
 
+# %% ../nbs/14_dynamic_skip.ipynb #5a689f26
 def ptb_model(cfg: PTBExp, vocab_size: int) -> LSTMLM:
     "The 2-layer LSTM LM with `cfg.kind` as its 2nd layer, Zaremba's init."
     layer2 = None if cfg.kind == 'lstm' else make_layer(cfg.kind, cfg.nhid, cfg.nhid, K=cfg.K, lam=cfg.lam, carry_buffer=cfg.carry_buffer)
     if layer2 is not None: layer2.reset_parameters(cfg.init_range)   # the LSTM weights; the policy keeps its own init
     return LSTMLM(LSTMLMConfig(vocab_size=vocab_size, nhid=cfg.nhid, dropout=cfg.dropout, init_range=cfg.init_range), layers=[None, layer2])
 
+# %% ../nbs/14_dynamic_skip.ipynb #685c12bb
 def train_ptb(cfg: PTBExp, seed: int, ctx: RunContext) -> dict:
     "Train one LM of Table 3; validation and test perplexity (evaluation batch 10, state carried)."
     corpus = lm_corpus(cfg.corpus, cfg.data_path)
@@ -220,6 +228,7 @@ class NERExp:
     glove: str | None = field(default=None, metadata={'key': 'if_set'})   # a GloVe text file in the data folder (e.g. 'glove.6B.100d.txt'): Ma & Hovy's init
     data_path: str | None = field(default=None, metadata={'key': False})
 
+# %% ../nbs/14_dynamic_skip.ipynb #160a52ff
 GLOVE_URL = 'https://nlp.stanford.edu/data/glove.6B.zip'
 
 def load_glove(path, words: dict, dim: int) -> tuple[torch.Tensor, int]:
@@ -238,6 +247,7 @@ def load_glove(path, words: dict, dim: int) -> tuple[torch.Tensor, int]:
             if i is not None: out[i] = torch.tensor([float(x) for x in vals]); found += 1
     return out, found
 
+# %% ../nbs/14_dynamic_skip.ipynb #12744997
 @functools.lru_cache(maxsize=2)
 def conll_data(corpus: str, data_path: str | None = None) -> tuple:
     "(train, dev, test) sentences with BIOES tags: CoNLL-2003 (`eng.train/testa/testb`) or the generated fixture."
@@ -248,10 +258,12 @@ def conll_data(corpus: str, data_path: str | None = None) -> tuple:
         d = ensure_corpus('conll2003', data_path); files = [d/'eng.train', d/'eng.testa', d/'eng.testb']
     return tuple([dict(words=s['words'], tags=iob1_to_bioes(s['ner'])) for s in read_conll2003(f)] for f in files)
 
+# %% ../nbs/14_dynamic_skip.ipynb #3c0ac700
 def sgd_momentum(params, cfg: TrainConfig, momentum: float = 0.9) -> torch.optim.Optimizer:
     "SGD with momentum (Ma & Hovy), as `fit`'s `make_optimizer`."
     return torch.optim.SGD(params, lr=cfg.lr, momentum=momentum)
 
+# %% ../nbs/14_dynamic_skip.ipynb #f40c7fc3
 def train_ner(cfg: NERExp, seed: int, ctx: RunContext) -> dict:
     "Train one tagger; dev and test entity F1 of the best dev epoch."
     tr, dev, te = conll_data(cfg.corpus, cfg.data_path)
@@ -275,6 +287,7 @@ def train_ner(cfg: NERExp, seed: int, ctx: RunContext) -> dict:
                 epochs=len(hist), train_time_s=sum(secs), sec_per_epoch=sum(secs) / len(secs), train_tokens_per_s=n_tok * len(secs) / sum(secs),
                 best_epoch=max(hist, key=lambda h: h.get('val_f1', -1))['epoch'] if hist else None)
 
+# %% ../nbs/14_dynamic_skip.ipynb #0d38a2aa
 def choose_ner_epochs(dev_f1: list[float], gain: float = 0.2) -> int:
     """The declared rule that fixes Table 2's epochs from the BiLSTM-CNN-CRF pilot's dev F1 curve (epoch 1 first): the first
     epoch E after which no later epoch beats the best so far by `gain` F1 or more, so that no run is still improving at its end."""
@@ -300,11 +313,13 @@ class IMDBExp:
     batch_size: int = 50
     data_path: str | None = field(default=None, metadata={'key': False})
 
+# %% ../nbs/14_dynamic_skip.ipynb #35c3e225
 def imdb_root(data_path: str | None = None) -> Path | None:
     "The folder holding `aclImdb/` (or the tree itself), or None when IMDB is not there."
     root = data_dir(data_path)
     return root if (root/'aclImdb').is_dir() or (root/'train'/'pos').is_dir() else None
 
+# %% ../nbs/14_dynamic_skip.ipynb #5d670b29
 def imdb_data(root, max_len: int = 400, min_count: int = 2, seed: int = 0):
     "(train, valid, test) as `(x[n, max_len], y[n])` and the vocabulary size (15% of train held out; vocabulary from train)."
     tr, te = read_imdb(root, 'train'), read_imdb(root, 'test')
@@ -316,6 +331,7 @@ def imdb_data(root, max_len: int = 400, min_count: int = 2, seed: int = 0):
     enc = lambda rs: (pad_crop([[stoi.get(w, 1) for w in r['tokens']] for r in rs], max_len), torch.tensor([r['label'] for r in rs]))
     return enc(tr), enc(va), enc(te), len(stoi) + 2
 
+# %% ../nbs/14_dynamic_skip.ipynb #c112e082
 @functools.lru_cache(maxsize=2)
 def imdb_splits(corpus: str, max_len: int, min_count: int, data_path: str | None = None):
     "`imdb_data` of the real corpus or of the fixture (cached)."
@@ -323,6 +339,7 @@ def imdb_splits(corpus: str, max_len: int, min_count: int, data_path: str | None
     if root is None: raise FileNotFoundError(f'IMDB not found under {data_dir(data_path)}: download {IMDB_URL} and extract it there')
     return imdb_data(root, max_len, min_count)
 
+# %% ../nbs/14_dynamic_skip.ipynb #f62dd66a
 def train_imdb(cfg: IMDBExp, seed: int, ctx: RunContext) -> dict:
     "Train one classifier; validation and test accuracy of the best validation epoch."
     (xtr, ytr), (xva, yva), (xte, yte), V = imdb_splits(cfg.corpus, cfg.max_len, cfg.min_count, cfg.data_path)
@@ -367,6 +384,7 @@ def skip_throughput(cfg: ThroughputExp, seed: int, ctx: RunContext) -> dict:
 NER_PILOT_EPOCHS = 80          # the schedule pilot's length (the lr divided by 1.05 every epoch: lr/50 by its end)
 NER_EPOCHS: int | None = None  # Table 2's fixed number of epochs, as `choose_ner_epochs` reads it off the pilot (None: not yet)
 
+# %% ../nbs/14_dynamic_skip.ipynb #509e8eb4
 @dataclass(frozen=True)
 class DynamicSkipScale:
     "One scale of the paper's runs: what changes between scales (everything else is the defaults of the configs above)."
@@ -390,6 +408,7 @@ class DynamicSkipScale:
     imdb: dict                        # IMDBExp fields
     throughput: dict                  # ThroughputExp fields
 
+# %% ../nbs/14_dynamic_skip.ipynb #2735401d
 SCALES = {
     'smoke': DynamicSkipScale(
         number=dict(n=(600, 200, 200), hidden=24, epochs=1, patience=0), number_seeded_rows=None, long_epochs=2,
@@ -430,6 +449,7 @@ def missing_data(parts, scale: str, data_path: str | None = None) -> dict:
         out['imdb'] = f'IMDB is not available ({data_dir(data_path)}/aclImdb missing): download {IMDB_URL} and extract it there'
     return out
 
+# %% ../nbs/14_dynamic_skip.ipynb #8e32c731
 def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Plan:
     "The runs of every part at `scale` (its settings: `SCALES[scale]`)."
     S, s0 = SCALES[check_scale(scale)], seeds[0]

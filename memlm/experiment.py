@@ -65,6 +65,7 @@ def key_name(fn: Callable) -> str:
     "What a run key calls its experiment function: the pinned `key_name`, else `module.qualname`."
     return getattr(fn, 'key_name', None) or fn_name(fn)
 
+# %% ../nbs/05_experiment.ipynb #70bdc24f
 def type_name(cfg) -> str:
     "What a run key calls a config's type: the class's pinned `key_type`, else its qualified name (no module: moving it keeps the key)."
     return vars(type(cfg)).get('key_type') or type(cfg).__qualname__
@@ -76,6 +77,7 @@ def config_dict(cfg) -> dict:
     if isinstance(cfg, dict): return _jsonable(cfg)
     raise TypeError(f'a run config must be a dataclass or a dict, got {type(cfg).__name__}')
 
+# %% ../nbs/05_experiment.ipynb #c570c5ce
 def _keyed(f, v) -> bool:
     k = f.metadata.get('key', True)
     return k is True or (k == 'if_set' and v != f.default)
@@ -90,6 +92,7 @@ def key_dict(cfg) -> dict:
     if isinstance(cfg, (list, tuple)): return [key_dict(v) for v in cfg]
     return _jsonable(cfg)
 
+# %% ../nbs/05_experiment.ipynb #4c069d74
 def content_key(*parts) -> str:
     "A short stable hash of JSON-able parts."
     return hashlib.sha1(json.dumps(_jsonable(parts), sort_keys=True).encode()).hexdigest()[:10]
@@ -100,6 +103,7 @@ def data_identity(name: str) -> str:
     if name not in SOURCES: return name                        # generated data: the config pins it
     return f'{name}:{content_key(sorted(SOURCES[name].files.items()))}'
 
+# %% ../nbs/05_experiment.ipynb #04d780c5
 @dataclass
 class Spec:
     "One run: `fn(cfg, seed, ctx)`; identified by its content (function, config, seed, data identity)."
@@ -125,6 +129,7 @@ class Spec:
     def row(self) -> str: return self.label or self.name
     def __repr__(self): return f'Spec({self.folder})'
 
+# %% ../nbs/05_experiment.ipynb #ba08e07b
 def borrow(spec: Spec, home: str, label: str = '') -> Spec:
     "`spec` as another paper's plan lists it: run in (and read from) `home`'s runs folder, shown as `label`; what it needs or extends, too."
     return replace(spec, home=home, label=label, extends=borrow(spec.extends, home) if spec.extends is not None else None,
@@ -137,6 +142,7 @@ def ckpt_home(run_dir) -> Path:
     root = os.environ.get("MEMLM_CKPT")
     return Path(root).joinpath(*Path(run_dir).resolve().parts[-4:]) if root else Path(run_dir)/"ckpt"
 
+# %% ../nbs/05_experiment.ipynb #e4e098b7
 def stop_reason(hist: list[dict], epochs: int) -> str:
     "Why a `fit` history ended: patience, time budget, fine-tuning converged, callback, or the epoch cap (still improving or not)."
     if not hist: return 'not started'
@@ -151,6 +157,7 @@ def fit_summary(hist: list[dict], epochs: int, stage: str = 'train') -> dict:
     return dict(stage=stage, epochs=len(hist), epoch_cap=epochs, best_epoch=best[-1] if best else None, steps=hist[-1].get('step') if hist else 0,
                 stop_reason=stop_reason(hist, epochs), train_time_s=round(sum(h.get('time_s', 0) for h in hist), 2))
 
+# %% ../nbs/05_experiment.ipynb #45fe43d4
 @dataclass
 class RunContext:
     "What an experiment function gets: its folder, device, deadline; `fit` with checkpoints and log filled in."
@@ -221,6 +228,7 @@ def runs_dir(paper: str, scale: str, root: Path | None = None) -> Path:
     "Where the runs of a paper at a scale live: `results/<scale>/<paper>/runs`."
     return Path(root or results_dir())/check_scale(scale)/paper/'runs'
 
+# %% ../nbs/05_experiment.ipynb #4c8b6a6b
 def keep_weights(run_dir) -> dict:
     """Save each stage's best weights as an fp16 `state_dict` (`weights.fp16.pt`, git-ignored, beside its checkpoints): what a
     finished run keeps for later readers (the context probe, a GPU campaign's archive), at half the size. Returns {stage: bytes}."""
@@ -231,6 +239,7 @@ def keep_weights(run_dir) -> dict:
         dst = save_checkpoint(half, best.with_name('weights.fp16.pt')); out[best.parent.name] = dst.stat().st_size   # atomic, as every checkpoint
     return out
 
+# %% ../nbs/05_experiment.ipynb #48261dbd
 def final_weights(run_dir, model, stage: str = 'train'):
     "Load a finished run's kept weights (`weights.fp16.pt`, else its `best.pt`) into `model` (its dtype); a clear error where there are none."
     d = ckpt_home(run_dir)/stage; f = d/'weights.fp16.pt'
@@ -245,12 +254,14 @@ def final_weights(run_dir, model, stage: str = 'train'):
     model.load_state_dict({k: v.to(ref[k].dtype) if k in ref else v for k, v in sd.items()})
     return model
 
+# %% ../nbs/05_experiment.ipynb #2bc59552
 def best_checkpoint(run_dir, stage: str = 'train') -> Path:
     "The best-validation checkpoint a finished run left in its folder; a clear error where there is none (checkpoints are not committed)."
     path = ckpt_home(run_dir)/stage/'best.pt'
     if not path.exists(): raise FileNotFoundError(f'{path}: the run has no checkpoint here (checkpoints are not committed; rerun it)')
     return path
 
+# %% ../nbs/05_experiment.ipynb #c7b30341
 class CorruptRecordError(ValueError):
     "A run's record.json that cannot be read: the message names the file and what to do."
 
@@ -266,6 +277,7 @@ def load_record(d: Path) -> dict | None:
     raise CorruptRecordError(f"{p}: corrupt record, {why}. If it is committed, restore it: git checkout -- '{p}'; "
                              f"else remove it to train the run again: rm '{p}'")
 
+# %% ../nbs/05_experiment.ipynb #028b2923
 def _snapshot_dir(src: Path, spec: Spec, stage: str = 'train') -> Path:
     return ckpt_home(src)/stage/f'epoch{spec.from_epoch}'
 
@@ -285,6 +297,7 @@ def _start_from(spec: Spec, d: Path, root: Path):
     lines = (src/'train.log.jsonl').read_text().splitlines() if (src/'train.log.jsonl').exists() else []
     (d/'train.log.jsonl').write_text(''.join(l + '\n' for l in lines if l.strip() and json.loads(l).get('epoch', 0) <= spec.from_epoch))
 
+# %% ../nbs/05_experiment.ipynb #56c38b18
 @contextlib.contextmanager
 def run_lock(d: Path, wait: bool = True):
     """Hold the lock of run folder `d` (an `fcntl` lock on `d/.lock`). A second process waits for it, saying who holds it
@@ -308,6 +321,7 @@ def lock_holder(d: Path) -> str | None:
         with run_lock(Path(d), wait=False): return None
     except BlockingIOError: return (Path(d)/'.lock').read_text().strip() or 'another process'
 
+# %% ../nbs/05_experiment.ipynb #997b0137
 def _session_start(d: Path) -> dict:
     """Mark a session as running (`d/.session`); a mark left by an earlier process means it was killed: return that session
     (counted once, its wall time up to its last heartbeat: the mtime of the log it last wrote or of the mark)."""
@@ -320,6 +334,7 @@ def _session_start(d: Path) -> dict:
     m.write_text(f'{time.time()}')
     return killed
 
+# %% ../nbs/05_experiment.ipynb #59301099
 def _stage_so_far(ctx: 'RunContext') -> dict | None:
     "The summary of the stage a time limit cut (epochs done and their training time, from its log), or None."
     st = ctx.current
@@ -327,6 +342,7 @@ def _stage_so_far(ctx: 'RunContext') -> dict | None:
     hist = [json.loads(l) for l in ctx.log_path(st).read_text().splitlines() if l.strip()]
     return fit_summary(hist, ctx.caps.get(st, len(hist)), st) | dict(stop_reason='time limit (checkpointed)') if hist else None
 
+# %% ../nbs/05_experiment.ipynb #3f19b0ed
 def execute(spec: Spec, root: Path, *, deadline: float | None = None, rerun: bool = False, device=None) -> dict:
     """Run `spec` in `root/<spec.folder>` unless it has a finished record; returns its record (status done or incomplete).
     The run folder is locked while it runs (a second process on it waits, then finds it done)."""
@@ -338,6 +354,7 @@ def execute(spec: Spec, root: Path, *, deadline: float | None = None, rerun: boo
         if rec is not None and rec['status'] == 'done' and not rerun: return rec
         return _execute_locked(spec, root, d, rec, deadline, rerun, device)
 
+# %% ../nbs/05_experiment.ipynb #46f53ff7
 def _execute_locked(spec, root, d, rec, deadline, rerun, device) -> dict:
     ck = ckpt_home(d)
     if rerun:
@@ -369,7 +386,6 @@ def _execute_locked(spec, root, d, rec, deadline, rerun, device) -> dict:
     (d/'.session').unlink(missing_ok=True)
     if isinstance(stopped, Interrupted): raise stopped                 # Ctrl-C / kill: recorded and checkpointed; the caller stops too
     return rec
-
 
 # %% ../nbs/05_experiment.ipynb #f28fc0e5
 def global_reads(ns: dict) -> dict[str, list[str]]:

@@ -5,28 +5,26 @@
 from __future__ import annotations
 
 # %% auto #0
-__all__ = ['METHODS', 'ADAM', 'AWD_SGD', 'SCALES', 'PARTS', 'META_VARIANTS', 'INITS', 'PILOT_LRS', 'META_BUDGET', 'LEARNERS', 'PTB_LEARNERS', 'COMPARISONS', 'CorpusExp', 'corpus_splits', 'LMExp', 'train_lm', 'CoreLMExp', 'core_lm', 'LMRef', 'load_lm', 'PrepExp', 'prepare', 'MethodExp', 'run_method', 'SpeedExp', 'eval_speed', 'MetaDynScale', 'wt2_lm_config', 'method_specs', 'choose_budget', 'learning_specs', 'make_plan', 'learning_summary', 'by_seed', 'comparison']
+__all__ = ['METHODS', 'ADAM', 'AWD_SGD', 'SCALES', 'PARTS', 'META_VARIANTS', 'INITS', 'PILOT_LRS', 'META_BUDGET', 'LEARNERS', 'PTB_LEARNERS', 'COMPARISONS', 'CorpusExp', 'corpus_splits', 'LMExp', 'train_lm', 'CoreLMExp', 'core_lm', 'LMRef', 'load_lm', 'PrepExp', 'prepare', 'MethodExp', 'run_method', 'SpeedExp', 'eval_speed', 'MetaDynScale', 'wt2_lm_config', 'method_specs', 'choose_budget', 'learning_specs', 'make_plan', 'learning_summary', 'comparison']
 
 # %% ../nbs/13_meta_dynamic.ipynb #e85b096e
-import functools
-import json
-import math
-import shutil
-import time
+import functools, json, math, shutil, time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 import torch
-from .models import AWDLSTM, AWDLSTMConfig
 from .data import Corpus, SPLITS
-from .evaluate import evaluate, DynEvalConfig, dynamic_evaluate, dyneval_state, gradient_stats, rms_update, sgd_update
+from .corpora import cap_vocab, first_articles, split_halves, stream_prefix, stream_slice, topic_corpus
+from .models import AWDLSTM, AWDLSTMConfig
 from .train import TrainConfig, load_model
 from .tasks import LMTask
-from pathlib import Path
-from dataclasses import dataclass, field, replace
-from .meta_dynamic_model import MetaConfig, MetaLearner, MetaTrainConfig, curve_stop, fisher_diagonal, meta_train, meta_update, no_update, peak_rss_mb, recording, segment_starts, tune_dyneval
-from .corpora import cap_vocab, first_articles, split_halves, stream_prefix, stream_slice, topic_corpus
+from .evaluate import evaluate, DynEvalConfig, dynamic_evaluate, dyneval_state, gradient_stats, rms_update, sgd_update
 from .experiment import Spec, RunContext, data_identity, runs_dir, best_checkpoint, ckpt_home
 from .plan import Plan, mean_sd, row_metrics
+from .meta_dynamic_model import (MetaConfig, MetaLearner, MetaTrainConfig, curve_stop, fisher_diagonal, meta_train, meta_update, no_update,
+                                      peak_rss_mb, recording, segment_starts, tune_dyneval)
 import memlm.awd_lstm as awd
 
+# %% ../nbs/13_meta_dynamic.ipynb #77c398e7
 @dataclass
 class CorpusExp:
     "The text an LM is trained and evaluated on, and how much of it (the cuts are ours, for the cpu budget)."
@@ -37,6 +35,7 @@ class CorpusExp:
     test_tokens: int | None = None     # ... and at most this many test tokens
     data_path: str | None = field(default=None, metadata={'key': False})
 
+# %% ../nbs/13_meta_dynamic.ipynb #da507196
 @functools.lru_cache(maxsize=4)
 def _corpus(name: str, data_path: str | None, max_vocab: int | None) -> Corpus:
     c = topic_corpus() if name == 'topics' else awd.lm_corpus(name, data_path)
@@ -61,6 +60,7 @@ class LMExp:
     @property
     def stage(self) -> str: return 'finetune' if self.finetune_epochs else 'train'
 
+# %% ../nbs/13_meta_dynamic.ipynb #886c8bfd
 def train_lm(cfg: LMExp, seed: int, ctx: RunContext) -> dict:
     "Train (and fine-tune) the LM through the core's `fit`; static validation perplexity of the best weights."
     sp = corpus_splits(cfg.corpus)
@@ -76,6 +76,7 @@ def train_lm(cfg: LMExp, seed: int, ctx: RunContext) -> dict:
     return dict(val_ppl=val['ppl'], epochs=len(hist), params=sum(p.numel() for p in model.parameters()),
                 train_tokens=len(sp['train'][0]), sec_per_epoch=sum(h['time_s'] for h in hist) / len(hist))
 
+# %% ../nbs/13_meta_dynamic.ipynb #e459e55c
 @dataclass
 class CoreLMExp:
     "The core's AWD-LSTM run (`memlm.awd_lstm`): reused from its folder when it finished there, else trained here the same way."
@@ -84,6 +85,7 @@ class CoreLMExp:
     core_root: str | None = field(default=None, metadata={'key': False})   # results/<scale>/awd_lstm/runs
     reuse: bool = field(default=True, metadata={'key': False})             # False at smoke scale: always train
 
+# %% ../nbs/13_meta_dynamic.ipynb #ae8550e6
 def core_lm(cfg: CoreLMExp, seed: int, ctx: RunContext) -> dict:
     "The core's LM in this run's folder: its best checkpoint copied from the core's finished run, or trained by `train_awd`."
     stage = 'finetune' if cfg.lm.finetune_epochs else 'train'
@@ -95,6 +97,7 @@ def core_lm(cfg: CoreLMExp, seed: int, ctx: RunContext) -> dict:
         return dict(rec['metrics'], reused_from=str(src))
     return dict(awd.train_awd(cfg.lm, seed, ctx), reused_from=None)
 
+# %% ../nbs/13_meta_dynamic.ipynb #5a34acb4
 @dataclass
 class LMRef:
     "A trained LM of this plan: how to rebuild it, where its weights are, and the text it is evaluated on."
@@ -159,11 +162,13 @@ class MethodExp:
                                        # second half's first tokens), measured every `train.eval_every` steps
     measure_init: bool = field(default=False, metadata={'key': 'if_set'})  # 'meta': also score the learner at step 0 (val and test)
 
+# %% ../nbs/13_meta_dynamic.ipynb #079504c8
 def _stats(folder: Path, device) -> tuple[dict, list, dict]:
     s = torch.load(folder/'stats.pt', weights_only=True)
     rec = json.loads((folder/'record.json').read_text())['metrics']
     return dict(MS=[m.to(device) for m in s['MS']], n_batches=s['n_batches']), [f.to(device) for f in s['fisher']], rec
 
+# %% ../nbs/13_meta_dynamic.ipynb #078b00cf
 def run_method(cfg: MethodExp, seed: int, ctx: RunContext) -> dict:
     """Tune or meta-train on the validation prefix (`valid_split='halves'`: learn on the first half, choose on the second), then score
     the test text: perplexity, time, memory (and per-segment losses)."""
@@ -277,6 +282,7 @@ ADAM = dict(optimizer='adam', lr=3e-3, weight_decay=0.)   # ours: the small Wiki
 AWD_SGD = dict(optimizer='sgd', lr=30., weight_decay=1.2e-6, batch_size=80, bptt=70, variable_bptt=True, alpha=2., beta=1.,
                nt_asgd=True, nonmono=5)                    # Merity et al.'s WikiText-2 recipe: SGD, then NT-ASGD
 
+# %% ../nbs/13_meta_dynamic.ipynb #ee2dce77
 @dataclass(frozen=True, kw_only=True)
 class MetaDynScale:
     """One scale of the reproduction: what changes between scales (the rest of every config is the same everywhere).
@@ -323,6 +329,7 @@ class MetaDynScale:
         mt = self.meta_train_config
         return mt.steps * mt.unroll * mt.bptt
 
+# %% ../nbs/13_meta_dynamic.ipynb #76d88187
 SCALES = {
     'smoke': MetaDynScale(wt2_corpus=dict(name='topics', test_tokens=900), wt2_model=AWDLSTMConfig.tiny(60, nlayers=2, emsize=16, nhid=32),
                           wt2_train=ADAM | dict(batch_size=16, bptt=20, max_steps_per_epoch=30, log_interval=10), wt2_epochs=2,
@@ -346,12 +353,14 @@ PARTS = ('ptb', 'wt2', 'fig2', 'performance', 'pilot', 'learning', 'learning_ptb
 META_VARIANTS = {'meta1': MetaConfig(levels=1), 'meta2': MetaConfig(levels=2), 'meta3': MetaConfig(levels=3),
                  'meta3_mlp': MetaConfig(levels=3, hidden=4)}
 
+# %% ../nbs/13_meta_dynamic.ipynb #11af771c
 def wt2_lm_config(scale: str, data_path: str | None = None) -> LMExp:
     "The WikiText-2 LM of `scale`: its row of `SCALES` (smoke: a tiny LM on synthetic articles)."
     S = SCALES[scale]
     train = TrainConfig(clip=0.25, eval_batch_size=10, progress=False, epochs=S.wt2_epochs, **S.wt2_train)
     return LMExp(CorpusExp(**S.wt2_corpus, data_path=data_path), S.wt2_model, train, finetune_epochs=S.wt2_finetune_epochs)
 
+# %% ../nbs/13_meta_dynamic.ipynb #028e65ce
 def method_specs(tag: str, lm: Spec, ref: LMRef, scale: str, seed: int) -> dict:
     "The preparation and the seven method runs of one LM: `{'prep': Spec, 'static': Spec, ...}`."
     S, did = SCALES[scale], lm.data_id
@@ -372,6 +381,7 @@ def method_specs(tag: str, lm: Spec, ref: LMRef, scale: str, seed: int) -> dict:
                                        train=replace(base.train, restart_loss=math.log(ref.model.vocab_size))), start)
     return out
 
+# %% ../nbs/13_meta_dynamic.ipynb #3a13a7dd
 INITS = ('rms', 'neutral')       # where a learner starts: Krause's tuned rule, or a uniform one (what is learned is then visible)
 PILOT_LRS = (1e-3, 1e-2)         # the pilot's meta learning rates (constant), one learning curve each
 META_BUDGET: dict | None = None  # {'steps': .., 'lr': ..}: read off the pilot's curves by `choose_budget`, then fixed (None: not yet)
@@ -383,6 +393,7 @@ def choose_budget(curves: dict, tol: float = 0.005) -> dict:
     best = min(p for _, p in curves[lr])
     return dict(lr=lr, steps=next(s for s, p in curves[lr] if p <= best * (1 + tol)))
 
+# %% ../nbs/13_meta_dynamic.ipynb #70c43bbd
 LEARNERS = tuple((lv, init, 0) for lv in (1, 2, 3) for init in INITS) + ((3, 'rms', 4),)   # (levels, start, MLP width; 0: linear)
 PTB_LEARNERS = ((3, 'rms', 0), (3, 'rms', 4))                                                 # on PTB: linear and MLP, 3 levels from RMS
 
@@ -405,6 +416,7 @@ def learning_specs(tag: str, lm: Spec, ref: LMRef, scale: str, prep: Spec, seeds
             s, rms if lv == 3 else rms_free) for lv, init, h in learners for s in seeds]
     return out
 
+# %% ../nbs/13_meta_dynamic.ipynb #ba5e2cfe
 def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Plan:
     "The runs of every part at `scale` (its row of `SCALES`)."
     S, parts = SCALES[scale], {p: [] for p in PARTS}
@@ -438,8 +450,9 @@ COMPARISONS = (('rms_vs_static_pct', 'rms', 'static'), ('sgd_vs_static_pct', 'sg
                ('meta1_vs_rms_free_pct', 'meta1', 'rms_free'), ('meta2_vs_rms_free_pct', 'meta2', 'rms_free'), ('meta3_vs_rms_pct', 'meta3', 'rms'),
                ('meta3_vs_static_pct', 'meta3', 'static'), ('mlp_vs_linear_pct', 'meta3_mlp', 'meta3'))
 
+# %% ../nbs/13_meta_dynamic.ipynb #9c27797b
 def learning_summary(runs: dict, tag: str = 'wt2') -> dict:
-    """Record metrics of the meta-learning comparison from `{run name: {seed: metrics}}` (`by_seed`): per learner
+    """Record metrics of the meta-learning comparison from `{run name: {seed: metrics}}` (`Results.by_seed`): per learner
     (`learn<levels>[mlp]_<init>`) its test and choice-half perplexity after meta-training and at step 0, and, paired by seed,
     after − before (% of before), after − tuned RMS (% of RMS: the 3-level learner against RMS with decay, the others against
     RMS without), the gain of each level over the one below (after − before, in points of %), and the MLP learner against the
@@ -469,13 +482,7 @@ def learning_summary(runs: dict, tag: str = 'wt2') -> dict:
     if xs: mu, sd = mean_sd(xs); out |= {'mlp_vs_linear_pct': mu, 'mlp_vs_linear_pct_std': sd, 'mlp_vs_linear_pct_n': len(xs)}
     return out
 
-def by_seed(res, specs) -> dict:
-    "`{run name: {seed: metrics}}` of the finished runs among `specs`."
-    out = {}
-    for s in specs:
-        if res.done(s): out.setdefault(s.name, {})[s.seed] = res[s]['metrics']
-    return out
-
+# %% ../nbs/13_meta_dynamic.ipynb #56493a62
 def comparison(runs: dict, tag: str) -> dict:
     "Record metrics of one LM's methods: `<method>/test_ppl` etc. over seeds, and the paired relative differences (%)."
     ms = {m: runs.get(f'{tag}_{m}', {}) for m in METHODS}

@@ -25,6 +25,7 @@ def squash(x: Tensor) -> Tensor:
     "σ(x) = x / (1 + |x|): keeps the sign and order of an input feature, bounded in (−1, 1)."
     return x / (1 + x.abs())
 
+# %% ../nbs/13_meta_dynamic.ipynb #72357956
 def buckets(shapes, size: int = BUCKET) -> list[list[int]]:
     "Consecutive tensors (by index) grouped into buckets of at most `size` coordinates (a larger tensor alone)."
     out, cur, n = [], [], 0
@@ -34,6 +35,7 @@ def buckets(shapes, size: int = BUCKET) -> list[list[int]]:
         cur.append(j); n += k
     return out + [cur] if cur else out
 
+# %% ../nbs/13_meta_dynamic.ipynb #685c75a8
 def flat(ts, groups) -> list[Tensor]:
     "The tensors `ts` as one vector per bucket (the meta-learner works coordinate-wise, bucket by bucket)."
     return [torch.cat([ts[j].reshape(-1) for j in grp]) for grp in groups]
@@ -45,6 +47,7 @@ def unflat(vs, shapes, groups) -> list[Tensor]:
         for j, x in zip(grp, v.split([math.prod(shapes[j]) for j in grp])): out[j] = x.view(shapes[j])
     return out
 
+# %% ../nbs/13_meta_dynamic.ipynb #2b2ac5e9
 def meta_constants(state: dict,                 # the state `dynamic_evaluate` hands its `update` hook (method 'rms')
                    fisher: list | None = None,  # diagonal Fisher per parameter tensor (three-level model)
                    size: int = BUCKET,          # coordinates per bucket
@@ -186,6 +189,7 @@ def _fast_constants(learner: MetaLearner, c: dict, params: list) -> dict:
     out['buf'] = [[torch.empty_like(p) for _ in range(4 + (len(cfg.gates) if cfg.hidden else 0))] for p in params]
     return out
 
+# %% ../nbs/13_meta_dynamic.ipynb #75cd1a85
 @torch.no_grad()
 def _fast_step(learner: MetaLearner, params: list, grads: list, loss: Tensor, mem: dict, fc: dict) -> dict:
     "Eq. 6 in place and without allocations, for the linear and the MLP learner: the same numbers as `MetaLearner.step`."
@@ -218,6 +222,7 @@ def _fast_step(learner: MetaLearner, params: list, grads: list, loss: Tensor, me
             else: p.addcmul_(U, g, value=-1.)
     return mem
 
+# %% ../nbs/13_meta_dynamic.ipynb #d5c31cb3
 def meta_update(learner: MetaLearner, fisher: list | None = None, fast: bool = True):
     "The meta-learner as `dynamic_evaluate`'s `update(model, params, grads, state)` hook (in place, no graph)."
     def update(model, params, grads, state):
@@ -231,6 +236,7 @@ def meta_update(learner: MetaLearner, fisher: list | None = None, fast: bool = T
         for p, q in zip(params, unflat(new, c['shapes'], c['groups'])): p.copy_(q)
     return update
 
+# %% ../nbs/13_meta_dynamic.ipynb #58d631db
 def no_update(model, params, grads, state):
     "Leave the weights as they are: static evaluation through the dynamic-evaluation loop."
 
@@ -311,6 +317,7 @@ def _fresh(h):
     if isinstance(h, Tensor): return h.detach().requires_grad_()
     return type(h)(_fresh(x) for x in h)
 
+# %% ../nbs/13_meta_dynamic.ipynb #1533611c
 def unroll_plain(model, learner, names, theta, hidden, mem, chunk, c, first_order=True, flush=False):
     "The meta-loss of a chunk of segments with its whole graph: `(sum of losses, θ, hidden, mem, bytes held)`; `flush`: θ₀ at article starts."
     theta = [t.detach().requires_grad_() for t in theta]
@@ -322,6 +329,7 @@ def unroll_plain(model, learner, names, theta, hidden, mem, chunk, c, first_orde
             total = total + loss
     return total, theta, detach(hidden), mem, sb.n
 
+# %% ../nbs/13_meta_dynamic.ipynb #a8e75604
 def unroll_checkpointed(model, learner, names, theta, hidden, mem, chunk, c, flush=False):
     "Backpropagate a chunk's meta-loss into the learner by recomputing each segment: `(meta-loss, θ, hidden, mem, bytes held)`."
     states, total, flushed = [], 0., []
@@ -360,6 +368,7 @@ def _chunks(data, cfg: MetaTrainConfig, articles):
         if chunk: yield chunk, first
         if n == 0: raise ValueError(f'a stream of {len(data)} tokens holds no window of batch {cfg.batch_size}')
 
+# %% ../nbs/13_meta_dynamic.ipynb #ca969116
 def rotate_stream(data: Tensor, articles, start: int) -> tuple[Tensor, list | None]:
     "The stream read from `start` (an article start, when there are articles) to its end, then from its beginning."
     start, n = int(start), len(data)
@@ -369,6 +378,7 @@ def rotate_stream(data: Tensor, articles, start: int) -> tuple[Tensor, list | No
     rot = sorted([a - start for a in arts if a >= start] + [a + n - start for a in arts if a < start])
     return torch.cat([data[start:], data[:start]]), torch.tensor(rot) if isinstance(articles, Tensor) else rot
 
+# %% ../nbs/13_meta_dynamic.ipynb #03b0e410
 def meta_train(model,                      # the trained LM (θ₀ = its weights; restored afterwards)
                learner: MetaLearner,
                data: Tensor,               # 1-D validation stream
@@ -419,6 +429,7 @@ def meta_train(model,                      # the trained LM (θ₀ = its weights
     if curve0 is not None: hist[0]['curve_ppl0'] = curve0
     return hist
 
+# %% ../nbs/13_meta_dynamic.ipynb #29a34b74
 def curve_stop(hist: list[dict], tail: float = 0.25, tol: float = 0.005) -> dict:
     """Whether a meta-learning curve has converged: its relative change over the last `tail` of the steps below `tol`
     ('converged') or not ('still improving' / 'getting worse'). The budget is fixed either way: this is its reading."""

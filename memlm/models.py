@@ -251,11 +251,13 @@ def init_layer_state(layer: nn.Module,  # a layer following the layer interface
         return (h, like.new_zeros(n, bsz, layer.hidden_size)) if isinstance(layer, nn.LSTM) else h
     return None
 
+# %% ../nbs/02_models.ipynb #98b0ddce
 def _stack(layers: Sequence[nn.Module | None] | None, n: int, default: Callable[[int], nn.Module]) -> nn.ModuleList:
     "`n` layers: `layers[l]` where given, `default(l)` where `layers` is None or `layers[l]` is None."
     if layers is not None and len(layers) != n: raise ValueError(f'expected {n} layers, got {len(layers)}')
     return nn.ModuleList(default(l) if layers is None or layers[l] is None else layers[l] for l in range(n))
 
+# %% ../nbs/02_models.ipynb #5ef63ba0
 class RecurrentLM(nn.Module):
     "Shared by the memlm LMs: `encoder` embedding, `rnns` layers, `head` producing log-probabilities."
     def init_hidden(self, bsz: int) -> list:

@@ -8,22 +8,23 @@ from __future__ import annotations
 __all__ = ['FIG_SENTENCES', 'VOCAB', 'SCALES', 'PARTS', 'ROWS', 'PILMExp', 'build_pilm', 'plain_lm', 'n_params', 'train_pilm', 'trained_pilm', 'FigureExp', 'phrase_figures', 'PILMThroughputExp', 'pilm_throughput', 'TransformerExp', 'train_transformer', 'PILMScale', 'pilm_config', 'make_plan', 'paired_differences']
 
 # %% ../nbs/11_phrase_induction.ipynb #394bdd4d
-import torch
-from .speed import EvalStep, LMStep
 from dataclasses import dataclass, field, replace
-from torch import nn
-from .phrase_induction_model import CausalTransformerLM, FUNCTION_WORDS, PhraseConfig, PhraseLM, TransformerConfig, alignment_stats, height_by_class, phrase_loss, sentence_phrases, stream_heights, variant, with_phrases
 from pathlib import Path
+import torch
+from torch import nn
 from .corpora import lm_corpus
 from .models import AWDLSTM, AWDLSTMConfig
-from .speed import throughput
+from .speed import EvalStep, LMStep, throughput
 from .train import TrainConfig, load_model
 from .tasks import LMTask
 from .evaluate import evaluate
 from .experiment import Spec, borrow, RunContext, data_identity, best_checkpoint
 from .plan import Plan, paired_diff
+from .phrase_induction_model import (CausalTransformerLM, FUNCTION_WORDS, PhraseConfig, PhraseLM, TransformerConfig, alignment_stats,
+                                          height_by_class, phrase_loss, sentence_phrases, stream_heights, variant, with_phrases)
 import memlm.awd_lstm as core
 
+# %% ../nbs/11_phrase_induction.ipynb #a939e0a4
 @dataclass
 class PILMExp:
     "One AWD-LSTM language model, with the phrase-induction module attached unless `phrase.gamma == 0`."
@@ -38,6 +39,7 @@ class PILMExp:
     eval_bptt: int = 70
     data_path: str | None = field(default=None, metadata={'key': False})
 
+# %% ../nbs/11_phrase_induction.ipynb #ecf36182
 def build_pilm(cfg: PILMExp) -> nn.Module:
     "The model of `cfg`: `PhraseLM(AWDLSTM, PhraseInduction)`, or the plain `AWDLSTM` when `cfg.phrase.gamma == 0`."
     return with_phrases(AWDLSTM(cfg.model), cfg.model.layer_sizes, cfg.phrase)
@@ -48,6 +50,7 @@ def plain_lm(model: nn.Module) -> nn.Module:
 
 def n_params(m: nn.Module) -> int: return sum(p.numel() for p in m.parameters())
 
+# %% ../nbs/11_phrase_induction.ipynb #40fb7d1d
 def train_pilm(cfg: PILMExp, seed: int, ctx: RunContext) -> dict:
     "Train (then fine-tune if asked) with l_LM + gamma l_CPA; validation and test perplexity of the plain LM, best (averaged) weights."
     corpus = lm_corpus(cfg.corpus, cfg.data_path)
@@ -71,6 +74,7 @@ def train_pilm(cfg: PILMExp, seed: int, ctx: RunContext) -> dict:
     if isinstance(model, PhraseLM): m |= alignment_stats(model, corpus.valid, cfg.val_batch_size, cfg.eval_bptt, seed)
     return m
 
+# %% ../nbs/11_phrase_induction.ipynb #8bf7e4df
 def trained_pilm(cfg: PILMExp, run_dir) -> nn.Module:
     "The model a finished `train_pilm` run left (its last stage's best weights), loaded from its folder."
     path = best_checkpoint(run_dir, ('finetune' if cfg.finetune_epochs else 'train'))
@@ -114,6 +118,7 @@ class PILMThroughputExp:
     rounds: int = 30                             # interleaved rounds of one step each; medians over them
     threads: int | None = None                   # torch threads while measuring (None: the process's)
 
+# %% ../nbs/11_phrase_induction.ipynb #4a8764af
 def pilm_throughput(cfg: PILMThroughputExp, seed: int, ctx: RunContext) -> dict:
     "Training (NLL + gamma l_CPA) and evaluation tokens/s of the model with the module, against the plain AWD-LSTM."
     torch.manual_seed(seed)
@@ -124,6 +129,7 @@ def pilm_throughput(cfg: PILMThroughputExp, seed: int, ctx: RunContext) -> dict:
     return dict(train_tps=tr['tokens_per_s'], baseline_train_tps=tr['ref_tokens_per_s'], train_ratio=tr['ratio'],
                 eval_tps=ev['tokens_per_s'], baseline_eval_tps=ev['ref_tokens_per_s'], eval_ratio=ev['ratio'], threads=tr['threads'])
 
+# %% ../nbs/11_phrase_induction.ipynb #1eca5d2e
 @dataclass
 class TransformerExp:
     "The module on a small causal Transformer LM (Adam), with or without it (`phrase.gamma`)."
@@ -135,6 +141,7 @@ class TransformerExp:
     eval_bptt: int = 32
     data_path: str | None = field(default=None, metadata={'key': False})
 
+# %% ../nbs/11_phrase_induction.ipynb #edde16e2
 def train_transformer(cfg: TransformerExp, seed: int, ctx: RunContext) -> dict:
     "Train the Transformer LM (with the module unless gamma is 0); validation and test perplexity of the plain LM."
     corpus = lm_corpus(cfg.corpus, cfg.data_path)
@@ -148,6 +155,7 @@ def train_transformer(cfg: TransformerExp, seed: int, ctx: RunContext) -> dict:
 # %% ../nbs/11_phrase_induction.ipynb #30cfb044
 VOCAB = {'synthetic': 64, 'ptb': 10_000, 'wikitext-2': 33_278}
 
+# %% ../nbs/11_phrase_induction.ipynb #283924dd
 @dataclass(frozen=True)
 class PILMScale:
     "One scale of phrase induction's runs: what changes between scales (the rest of the recipe is the paper's at every scale)."
@@ -172,6 +180,7 @@ class PILMScale:
     tp_rounds: int = 30                     # throughput: interleaved rounds
     tp_threads: int | None = None           # throughput: torch threads (None: the process's)
 
+# %% ../nbs/11_phrase_induction.ipynb #99455e1b
 SCALES = {
     'smoke': PILMScale(corpus='synthetic', model=AWDLSTMConfig.tiny(VOCAB['synthetic'], nlayers=3, emsize=32, nhid=64),
                        wt2_model=AWDLSTMConfig.tiny(VOCAB['synthetic'], nlayers=3, emsize=32, nhid=64), batch_size=16, wt2_batch_size=16,
@@ -188,6 +197,7 @@ SCALES = {
 PARTS = ('table1', 'ablations', 'finetune', 'figures', 'wt2', 'transformer', 'throughput')
 ROWS = ('baseline', 'no_ns', 'no_attention', 'full')           # Table 1's rows, in the paper's order
 
+# %% ../nbs/11_phrase_induction.ipynb #39de16d0
 def pilm_config(scale: str, corpus: str = 'ptb', data_path: str | None = None) -> PILMExp:
     "The full model (AWD-LSTM + phrase induction) at `scale` (its row of `SCALES`) on `corpus` ('ptb' or 'wikitext-2'; smoke: synthetic)."
     S = SCALES[scale]
@@ -202,6 +212,7 @@ def pilm_config(scale: str, corpus: str = 'ptb', data_path: str | None = None) -
     return PILMExp(corpus=S.corpus or corpus, model=S.wt2_model if wt2 else S.model, phrase=PhraseConfig(),
                    train=train, val_batch_size=10, test_batch_size=1, eval_bptt=S.bptt, data_path=data_path)
 
+# %% ../nbs/11_phrase_induction.ipynb #4b7e8d5f
 def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Plan:
     "The runs of every part at `scale` (its row of `SCALES`)."
     S = SCALES[scale]

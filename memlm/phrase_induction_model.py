@@ -108,6 +108,7 @@ class PhraseConfig:
     def __post_init__(self):
         if self.attention not in ATTENTIONS: raise ValueError(f'attention must be one of {ATTENTIONS}, got {self.attention!r}')
 
+# %% ../nbs/11_phrase_induction.ipynb #2943d7d4
 class PhraseInduction(nn.Module):
     "Heights -> induced phrases -> headword attention -> phrase embeddings -> l_CPA against the contexts (Eq. 1-16)."
     def __init__(self, emsize: int,    # size of the word embeddings
@@ -175,6 +176,7 @@ class TransformerConfig:
     dropout: float = 0.1
     max_len: int = 256          # longest window
 
+# %% ../nbs/11_phrase_induction.ipynb #18eda86e
 class CausalTransformerLM(nn.Module):
     "Causal Transformer LM following the `LMOutput` contract (no state across windows: `hidden` is None)."
     def __init__(self, cfg: TransformerConfig):
@@ -228,6 +230,7 @@ is are was were be been being has have had do does did will would can could may 
 not n't 's 're 've 'd 'll there here also just only very too more most such'''.split())
 SPECIAL_TOKENS = ('<unk>', '<eos>', 'N')      # neither class: PTB's unknown word, end of sentence, number
 
+# %% ../nbs/11_phrase_induction.ipynb #60233679
 def sentence_phrases(model: PhraseLM, vocab, sentence: str) -> dict:
     "Words (unknown ones as <unk>), heights, p_ind and headword attention of one sentence read as one window."
     words = [w if w in vocab else '<unk>' for w in sentence.split()]
@@ -236,6 +239,7 @@ def sentence_phrases(model: PhraseLM, vocab, sentence: str) -> dict:
         h, p, a = model.phrase.induce(model.lm.encoder(x))
     return dict(words=words, heights=h[0].tolist(), p_ind=p[0].tolist(), attention=a[0].tolist())
 
+# %% ../nbs/11_phrase_induction.ipynb #81ac431e
 def stream_heights(model: PhraseLM, data: Tensor, batch_size: int = 10, bptt: int = 70) -> tuple[Tensor, Tensor]:
     "Heights of every word of a 1-D stream, computed in the windows `evaluate` reads: `(ids, heights)`, both 1-D."
     from memlm.evaluate import lm_windows
@@ -245,6 +249,7 @@ def stream_heights(model: PhraseLM, data: Tensor, batch_size: int = 10, bptt: in
             ids.append(x.reshape(-1)); hs.append(model.phrase.heights(model.lm.encoder(x)).reshape(-1))
     return torch.cat(ids).cpu(), torch.cat(hs).float().cpu()
 
+# %% ../nbs/11_phrase_induction.ipynb #4332d590
 def height_by_class(ids: Tensor, heights: Tensor, vocab, function_words=FUNCTION_WORDS, top: int = 12) -> dict:
     "Mean height of function and content words, P(content word higher than function word), and the mean height of the most frequent words of each class."
     itos = vocab.itos
@@ -262,6 +267,7 @@ def height_by_class(ids: Tensor, heights: Tensor, vocab, function_words=FUNCTION
                 content_minus_function_sd=((hc.mean() - hf.mean()) / heights.std()).item(), p_content_higher=auc.item(),
                 n_function=len(hf), n_content=len(hc), frequent_function=frequent(is_fn), frequent_content=frequent(is_ct))
 
+# %% ../nbs/11_phrase_induction.ipynb #5d5eb5b9
 def alignment_stats(model: PhraseLM, data: Tensor, batch_size: int = 10, bptt: int = 70, seed: int = 0) -> dict:
     "Mean sigmoid(c.s) of the true context-phrase pairs and of one random negative per context over a split (dropout off)."
     from memlm.evaluate import lm_windows

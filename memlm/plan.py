@@ -17,6 +17,7 @@ from .registry import check_scale, get_device, markdown_table
 from .train import Interrupted
 from .experiment import CorruptRecordError, Spec, _snapshot_dir, ckpt_home, execute, fn_name, load_record, lock_holder, runs_dir
 
+# %% ../nbs/05_experiment.ipynb #2c3ddca9
 def _worker_init(threads: int | None):
     if threads: torch.set_num_threads(threads)
 
@@ -25,6 +26,7 @@ def _worker_run(spec: Spec, root: str, deadline, rerun: bool, device: str) -> di
     except Interrupted: raise
     except Exception: raise RuntimeError(f'run {spec.folder} failed:\n{traceback.format_exc()}') from None
 
+# %% ../nbs/05_experiment.ipynb #f71f8d57
 class Results(dict):
     "Records of a plan's runs, by run folder; look them up with the `Spec`."
     def __init__(self, specs: list[Spec], records: dict, remaining: list[Spec]):
@@ -63,6 +65,7 @@ class Results(dict):
         if ok < n: out += '. Execute the notebook again to continue.'
         return out
 
+# %% ../nbs/05_experiment.ipynb #ccb9b644
 @dataclass
 class Plan:
     "The runs of a notebook's parts at one scale."
@@ -162,8 +165,10 @@ class Plan:
             waves.append(wave); left = [s for s in left if s not in wave]
         return waves
 
+# %% ../nbs/05_experiment.ipynb #e166cc15
 def _requires(s: Spec) -> list[Spec]: return ([s.extends] if s.extends is not None else []) + list(s.needs)
 
+# %% ../nbs/05_experiment.ipynb #f54d821d
 def _run_line(rec: dict, s: Spec) -> str:
     m = rec.get('metrics') or {}
     shown = ', '.join(f'{k} {v:.4g}' for k, v in list(m.items())[:4] if isinstance(v, (int, float)))
@@ -176,6 +181,7 @@ def _run_item(it: str) -> tuple[str, int]:
     if not sep or not seed.lstrip('-').isdigit(): raise ValueError(f"run {it!r}: expected 'name:seed', e.g. 'lstm:0'")
     return name, int(seed)
 
+# %% ../nbs/05_experiment.ipynb #654b5cb1
 def _select(self: Plan, items: list[str]) -> Plan:
     """The plan of the runs named `'name:seed'` (or `'label:seed'`) in `items`, in that order, as one part 'selected'; unknown names
     fail with the valid ones. A name two parts share (a former recipe's runs kept beside the new ones) means the first part's run;
@@ -193,11 +199,13 @@ def _select(self: Plan, items: list[str]) -> Plan:
     return Plan(self.paper, self.scale, {'selected': out}, root=self.root)
 Plan.select = _select
 
+# %% ../nbs/05_experiment.ipynb #a82e35e5
 def paper_plan(paper: str, scale: str, seeds: list[int], data_path: str | None = None) -> Plan:
     "`memlm.<paper>.make_plan(scale, seeds, data_path)`: a paper notebook's plan, by the paper's name."
     import importlib
     return importlib.import_module(f'memlm.{paper}').make_plan(scale, seeds, data_path)
 
+# %% ../nbs/05_experiment.ipynb #d5e5e589
 def run_named(paper: str, scale: str, items: list[str], workers: int = 1, time_limit_s: float | None = None,
               data_path: str | None = None, seeds: list[int] | None = None, executor: str = 'process', rerun: bool = False) -> Results:
     """Run the runs `'name:seed'` of `memlm.<paper>`'s plan at `scale`, built for `seeds` (None: the seeds named), so that a seed
@@ -224,15 +232,18 @@ def _record_or_warn(d: Path) -> dict | None:
     except CorruptRecordError as e: print(f'left out: {e}', flush=True); return None
 Plan.finished = _finished
 
+# %% ../nbs/05_experiment.ipynb #db67115c
 def _logged_epochs(d: Path) -> int:
     "Epochs a run's logs hold (all stages): how far an unfinished run got."
     return sum(1 for f in d.glob('*.log.jsonl') for line in f.read_text().splitlines() if line.strip())
 
+# %% ../nbs/05_experiment.ipynb #30d2a35c
 def _run_hours(r: dict) -> float | None:
     "Hours a finished run took: its training time, or its wall time where that is longer (evaluation-only runs train for 0 s)."
     t = max(r.get('train_time_s') or 0, r.get('wall_time_s') or 0)
     return t / 3600 if t else None
 
+# %% ../nbs/05_experiment.ipynb #dbedbdd6
 def _status_rows(self: Plan, parts=None) -> list[dict]:
     """One row per run of `parts` (default all, with what they need), read from disk: done, incomplete or not started, with epochs
     and why it stopped; a run not done has `est_h`, the median hours of the same run's finished seeds (None without one)."""
@@ -255,6 +266,7 @@ def _status_rows(self: Plan, parts=None) -> list[dict]:
     return rows
 Plan.status_rows = _status_rows
 
+# %% ../nbs/05_experiment.ipynb #714affa7
 def plan_status(paper: str, scale: str, seeds=(0, 1, 2), data_path: str | None = None, parts=None) -> str:
     "Where `memlm.<paper>`'s plan at `scale` stands (for `seeds`): a markdown table of its runs and the counts (`make status`)."
     rows = paper_plan(paper, scale, list(seeds), data_path).status_rows(parts)

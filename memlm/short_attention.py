@@ -8,23 +8,19 @@ from __future__ import annotations
 __all__ = ['LR_CHECK', 'CPU_LR', 'SCALES', 'PARTS', 'ATTENTIVE', 'WINDOWS', 'NGRAMS', 'LONG_KINDS', 'sa_corpus', 'ShortAttnExp', 'train_lm', 'ThroughputExp', 'SettingCostExp', 'setting_costs', 'measure_throughput', 'CBTExp', 'cbt_corpus', 'train_cbt', 'ShortAttnScale', 'run_name', 'lm_base', 'matched', 'wide_controls', 'make_plan']
 
 # %% ../nbs/12_short_attention.ipynb #50ae675f
-import math
-import statistics
-import torch
-from .data import Corpus
-from .corpora import read_cbt
-from .tasks import LMTask
-from dataclasses import dataclass, replace
-from .short_attention_model import AttentionProfile, KINDS, ShortAttentionLM, ShortAttnConfig, cbt_accuracy, cbt_lm_corpus, compare_throughput, count_params, match_hidden_size, matched_configs
-import contextlib, functools
-from dataclasses import field
+import contextlib, functools, math, statistics
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from .data import load_corpus, data_dir, has_corpus
-from .corpora import synthetic_corpus
+import torch
+from .data import Corpus, load_corpus, data_dir, has_corpus
+from .corpora import read_cbt, synthetic_corpus
 from .train import TrainConfig
+from .tasks import LMTask
 from .evaluate import evaluate
 from .experiment import Spec, RunContext, data_identity
 from .plan import Plan
+from .short_attention_model import (AttentionProfile, KINDS, ShortAttentionLM, ShortAttnConfig, cbt_accuracy, cbt_lm_corpus,
+                                         compare_throughput, count_params, match_hidden_size, matched_configs)
 
 # %% ../nbs/12_short_attention.ipynb #20bb9787
 @functools.lru_cache(maxsize=4)

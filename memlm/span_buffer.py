@@ -8,26 +8,25 @@ from __future__ import annotations
 __all__ = ['PARTS', 'SCREEN_ETAS', 'FORM_ETAS', 'READING', 'CLIP_EXTRA', 'CPU_ETA', 'ETA_READINGS', 'SYNTH_DIAGNOSTICS', 'RECALL_VARIANTS', 'LM_TRAIN', 'SMOKE_TRAIN', 'AWD_TRAIN', 'MOS_TRAIN', 'CHECKS', 'SCALES', 'SynthConfig', 'RecallConfig', 'lm_corpus', 'SNBExp', 'build_lm', 'train_lm', 'trained_lm', 'DynEvalExp', 'dyneval_lm', 'SnapshotExp', 'snapshot_lm', 'MixtureFloorLM', 'WholeMixtureLM', 'ThroughputExp', 'reward_grad_ratio', 'snb_throughput', 'screen_specs', 'form_specs', 'SNBScale', 'lm_configs', 'make_plan']
 
 # %% ../nbs/10_span_buffer.ipynb #33a30e10
-import copy
-import functools
-import math
+import copy, functools, math
+from dataclasses import asdict, dataclass, field, replace
 import torch
 import torch.nn.functional as F
-from .models import AWDLSTM, AWDLSTMConfig, detach
-from .speed import LMStep, throughput
-from .evaluate import DynEvalConfig, dynamic_evaluate, evaluate, gradient_stats, model_device
-from .train import TrainConfig, load_model
-from .tasks import LMTask
 from torch import Tensor, nn
 from .data import batchify, load_corpus
 from .corpora import recall_corpus, synthetic_corpus
-from dataclasses import dataclass, field, replace
-from .span_buffer_model import REWARD_FORMS, SNBConfig, SNBTask, SpanBufferLM, attention_snapshot, interpolate, snb_evaluate, snb_extra_loss
-from dataclasses import asdict
+from .models import AWDLSTM, AWDLSTMConfig, detach
+from .speed import LMStep, throughput
+from .train import TrainConfig, load_model
+from .tasks import LMTask
+from .evaluate import DynEvalConfig, dynamic_evaluate, evaluate, gradient_stats, model_device
 from .experiment import Spec, borrow, RunContext, data_identity, best_checkpoint
 from .plan import Plan
+from .span_buffer_model import (REWARD_FORMS, SNBConfig, SNBTask, SpanBufferLM, attention_snapshot, interpolate, snb_evaluate,
+                                     snb_extra_loss)
 import memlm.awd_lstm as core
 
+# %% ../nbs/10_span_buffer.ipynb #f0cc071d
 @dataclass(frozen=True)
 class SynthConfig:
     "`memlm.corpora.synthetic_corpus`'s arguments: a filler walk where a trigger fixes the token `d` positions later."
@@ -41,6 +40,7 @@ class SynthConfig:
     article_len: int | None = None  # cut every split into independent articles of this length (exercises article resets)
     seed: int = 0
 
+# %% ../nbs/10_span_buffer.ipynb #d8e4aefc
 @dataclass(frozen=True)
 class RecallConfig:
     "`memlm.corpora.recall_corpus`'s arguments: a phrase repeats after a `REP` marker at least `gap` tokens later."
@@ -56,6 +56,7 @@ class RecallConfig:
     seed: int = 0
     echo: bool = field(default=False, metadata={'key': 'if_set'})   # each new phrase word written twice (`NEW c c`)
 
+# %% ../nbs/10_span_buffer.ipynb #6009e00d
 @functools.lru_cache(maxsize=4)
 def lm_corpus(name: str, data_path: str | None = None, synth: SynthConfig | RecallConfig | None = None):
     "PTB / WikiText-2 by name, or a synthetic corpus ('synthetic': the trigger corpus of `SynthConfig`, or the recall corpus of `RecallConfig`)."
@@ -63,6 +64,7 @@ def lm_corpus(name: str, data_path: str | None = None, synth: SynthConfig | Reca
         return recall_corpus(**asdict(synth)) if isinstance(synth, RecallConfig) else synthetic_corpus(**asdict(synth or SynthConfig()))
     return load_corpus(name, data_path)
 
+# %% ../nbs/10_span_buffer.ipynb #aacbfbd5
 @dataclass
 class SNBExp:
     "One language model: the base AWD-LSTM(-MoS) when `snb` is None, else with the span-based neural buffer."
@@ -78,10 +80,12 @@ class SNBExp:
     articles: bool = True                        # use the corpus's article starts (buffer resets in training, state resets at test)
     data_path: str | None = field(default=None, metadata={'key': False})
 
+# %% ../nbs/10_span_buffer.ipynb #c485f76a
 def build_lm(cfg: SNBExp) -> nn.Module:
     "`AWDLSTM(cfg.model)`, or `SpanBufferLM(cfg.model, cfg.snb)`."
     return AWDLSTM(cfg.model) if cfg.snb is None else SpanBufferLM(cfg.model, cfg.snb)
 
+# %% ../nbs/10_span_buffer.ipynb #a609c18b
 def train_lm(cfg: SNBExp, seed: int, ctx: RunContext) -> dict:
     "Train the base LM or LM + SNB; validation/test perplexity, and for +SNB every Table 3 policy, PoU and mean λ."
     corpus = lm_corpus(cfg.corpus, cfg.data_path, cfg.synth)
@@ -112,6 +116,7 @@ def train_lm(cfg: SNBExp, seed: int, ctx: RunContext) -> dict:
         out |= dict(oracle_test_ppl=corpus.meta['oracle_ppl']['test'], short_memory_test_ppl=corpus.meta['short_memory_oracle_ppl']['test'])
     return out
 
+# %% ../nbs/10_span_buffer.ipynb #04e5cfa3
 def trained_lm(cfg: SNBExp, run_dir) -> nn.Module:
     "The model a finished `train_lm` run left (its last stage's best weights), loaded from its folder."
     path = best_checkpoint(run_dir, ('finetune' if cfg.finetune_epochs else 'train'))
@@ -168,6 +173,7 @@ class MixtureFloorLM(nn.Module):
         half = out.logp.new_full(out.logp.shape[:-1], math.log(0.5))
         return out._replace(logp=interpolate(out.logp, log_q, half, half))
 
+# %% ../nbs/10_span_buffer.ipynb #27cc7d3e
 class WholeMixtureLM(nn.Module):
     "`model` behind a forward that takes no `targets`: training computes the whole mixture (timing what `targets` saves)."
     def __init__(self, model: SpanBufferLM):
@@ -175,6 +181,7 @@ class WholeMixtureLM(nn.Module):
     def init_hidden(self, n: int): return self.m.init_hidden(n)
     def forward(self, x, hidden=None): return self.m(x, hidden)
 
+# %% ../nbs/10_span_buffer.ipynb #ec07bbeb
 @dataclass
 class ThroughputExp:
     "Training tokens/s of LM + SNB against the base LM of the same config, and the reward term's gradient at initialisation."
@@ -190,6 +197,7 @@ class ThroughputExp:
     grad_batches: int = 8                        # training windows of the gradient check
     data_path: str | None = field(default=None, metadata={'key': False})
 
+# %% ../nbs/10_span_buffer.ipynb #4dadaa90
 def reward_grad_ratio(model: SpanBufferLM, data: Tensor, batch_size: int, bptt: int, n: int) -> float:
     "Mean over `n` training windows of ||∇ reward term (η=1)|| / ||∇ -log p~||, state carried (training mode)."
     src, hidden, ratios = batchify(data, batch_size).to(model_device(model)), None, []
@@ -208,6 +216,7 @@ def reward_grad_ratio(model: SpanBufferLM, data: Tensor, batch_size: int, bptt: 
     finally: model.snb = old
     return sum(ratios) / len(ratios)
 
+# %% ../nbs/10_span_buffer.ipynb #0d3b1a62
 def snb_throughput(cfg: ThroughputExp, seed: int, ctx: RunContext) -> dict:
     "Tokens/s of +SNB (tanh and linear score) and of the mixture floor, each ÷ the base AWD-LSTM's; the targets-only speed-up; the η check."
     step, out = LMStep(cfg.model.vocab_size, bsz=cfg.batch_size, bptt=cfg.bptt), {}
@@ -234,6 +243,8 @@ def snb_throughput(cfg: ThroughputExp, seed: int, ctx: RunContext) -> dict:
 
 # %% ../nbs/10_span_buffer.ipynb #05a936b5
 PARTS = ('lm', 'dynamic_eval', 'ablations', 'readings', 'sweep', 'synthetic', 'recall', 'wt2', 'figures', 'throughput', 'screen', 'forms')
+
+# %% ../nbs/10_span_buffer.ipynb #66f47cfe
 SCREEN_ETAS = (1., 0.3, 0.1, 0.03)   # the reward-reading screen: each form at each eta, one seed, a few epochs at the trunk's lr
 
 def screen_specs(main: Spec, epochs: int) -> list[Spec]:
@@ -242,6 +253,8 @@ def screen_specs(main: Spec, epochs: int) -> list[Spec]:
                 lr_milestones=())   # the same runs whatever schedule the recipe chose
     return [Spec(train_lm, replace(main.cfg, train=t, snb=replace(main.cfg.snb, reward_form=f, eta=e)), main.seed, name=f'screen_{f}_eta{e:g}',
                  data_id=main.data_id) for f in REWARD_FORMS for e in SCREEN_ETAS]
+
+# %% ../nbs/10_span_buffer.ipynb #768bd6cc
 FORM_ETAS: dict | None = None   # each reward form's eta: its best of the screen on validation (`screen_readings`; None: screen unfinished)
 READING: tuple | None = None    # (reward form, eta) of every cpu +SNB run: the full-length form run with the lowest validation ppl (None: not chosen)
 CLIP_EXTRA = 0.25               # the clipping reading: the policy's gradient clipped to this norm on its own (AWD-LSTM's clip, the LM's)
@@ -261,8 +274,11 @@ def form_specs(main: Spec, reading: tuple | None) -> list[Spec]:
     return forms + [Spec(train_lm, replace(main.cfg, snb=replace(main.cfg.snb, reward_form=f, eta=e), train=replace(main.cfg.train, clip_extra=CLIP_EXTRA)),
                          main.seed, name=f'form_{f}_clip', data_id=main.data_id)]
 
+# %% ../nbs/10_span_buffer.ipynb #1424aa5a
 CPU_ETA = 0.1   # eta of the cpu +SNB runs: the lowest validation perplexity of eta in {1, 0.1, 0} (part 'readings', see 'Which spans')
 ETA_READINGS = {'eta1': 1., 'eta0.1': 0.1}   # the readings part trains the one of these that the full model does not use
+
+# %% ../nbs/10_span_buffer.ipynb #1a2702b7
 SYNTH_DIAGNOSTICS = {   # the +SNB variants beside the long-range check: tag -> (run name, change from the checked +SNB, what it is)
     't1train': ('synth_snb_T1', dict(train_temp=1.), 'trained without annealing (T = 1)'),
     'eta0': ('synth_snb_eta0', dict(eta=0.), 'trained without the reward (η = 0)'),
@@ -271,6 +287,8 @@ SYNTH_DIAGNOSTICS = {   # the +SNB variants beside the long-range check: tag -> 
     'sampled': ('synth_snb_sampled', dict(reward_form='sampled'), 'the reward term on a sampled choice'),
     'gate_xi': ('synth_snb_gate_xi', dict(gate_input='h_xi'), 'the gate observes [h_t; ξ_t] (ours, not Eq. 10)'),
     'eta_cpu': ('synth_snb_eta_cpu', dict(eta=CPU_ETA), f'η = {CPU_ETA:g} (the cpu PTB runs\' choice)')}
+
+# %% ../nbs/10_span_buffer.ipynb #8cdcd3de
 RECALL_VARIANTS = {   # the models of the recall check: name -> (change from its +SNB as printed, or None for the base LM; its label)
     'base': (None, 'AWD-LSTM'),
     'snb': ({}, '+ SNB as printed'),
@@ -324,10 +342,13 @@ class SNBScale:
     tp_threads: int | None = None        # torch threads while measuring (None: the process's)
     tp_grad_batches: int = 8             # training windows of the gradient check
 
+# %% ../nbs/10_span_buffer.ipynb #3c033785
 LM_TRAIN = dict(weight_decay=1.2e-6, clip=0.25, variable_bptt=True, alpha=2., beta=1., eval_batch_size=10, progress=False)   # every LM's (but the core's cpu recipe)
 SMOKE_TRAIN = dict(optimizer='adam', lr=2e-2, batch_size=16, bptt=20, epochs=2, max_steps_per_epoch=8, log_interval=5)   # a few Adam steps
 AWD_TRAIN = dict(optimizer='sgd', lr=30., batch_size=20, bptt=70, nt_asgd=True, nonmono=5, log_interval=100)   # AWD-LSTM's (gpu, paper: epochs apart)
 MOS_TRAIN = dict(lr=20., batch_size=12, max_bptt=90)   # the MoS paper's changes to it
+
+# %% ../nbs/10_span_buffer.ipynb #799e1877
 CHECKS = dict(   # the long-range checks at cpu, gpu and paper scale
     check_corpus=dict(n_train=200_000, n_valid=20_000, n_test=20_000, vocab_size=64, d=60),
     check_model=AWDLSTMConfig.tiny(64, nlayers=2, emsize=32, nhid=64, dropout=0.1, dropouth=0.1, dropouti=0.1, dropoute=0., wdrop=0.1),
@@ -338,6 +359,7 @@ CHECKS = dict(   # the long-range checks at cpu, gpu and paper scale
     check_snb=dict(span_len=4, buffer_size=64, attn_size=32),
     recall=dict(n_train=200_000, n_valid=20_000, n_test=20_000, gap=60), recall_buffer=128)
 
+# %% ../nbs/10_span_buffer.ipynb #d877f773
 SCALES = {
     'smoke': SNBScale(
         synth=dict(n_train=20_000, n_valid=2_000, n_test=1_000, vocab_size=64, d=10), synth_articles=400,
@@ -360,12 +382,14 @@ SCALES = {
         wt2_soft=AWDLSTMConfig.awd_wt2(), wt2_mos=AWDLSTMConfig.mos_wt2(), wt2_snb=dict(span_len=4, buffer_size=512, train_temp=10., eval_temp=0.01),
         train=AWD_TRAIN | dict(epochs=500), mos_train=MOS_TRAIN | dict(epochs=1000), finetune_epochs=500, **CHECKS)}
 
+# %% ../nbs/10_span_buffer.ipynb #a50c78f8
 def _train_cfg(scale: str, mos: bool = False) -> TrainConfig:
     "The training config of the LM runs at `scale` (the same for base and +SNB): its row of `SCALES`, or the core's cpu recipe (09_awd_lstm)."
     S = SCALES[scale]
     t = core.awd_configs('cpu')[0].train if S.train is None else TrainConfig(**(LM_TRAIN | S.train))
     return replace(t, **S.mos_train) if mos else t
 
+# %% ../nbs/10_span_buffer.ipynb #5c287135
 def lm_configs(scale: str, corpus: str = 'ptb', data_path: str | None = None) -> dict[str, SNBExp]:
     "The four LMs of Tables 1–2 at `scale` on `corpus` ('ptb' or 'wikitext-2'): base and +SNB, softmax and MoS heads."
     S, wt2 = SCALES[scale], corpus == 'wikitext-2'
@@ -379,10 +403,12 @@ def lm_configs(scale: str, corpus: str = 'ptb', data_path: str | None = None) ->
     return dict(awd=SNBExp(model=soft, snb=None, train=_train_cfg(scale), **base), awd_snb=SNBExp(model=soft, snb=snb, train=_train_cfg(scale), **base),
                 mos=SNBExp(model=mos, snb=None, train=_train_cfg(scale, True), **base), mos_snb=SNBExp(model=mos, snb=snb, train=_train_cfg(scale, True), **base))
 
+# %% ../nbs/10_span_buffer.ipynb #42369c42
 def _lm_specs(cfgs: dict, seeds: list, mos_seeds: list, prefix: str = '') -> dict[str, list[Spec]]:
     did = data_identity(cfgs['awd'].corpus)
     return {k: [Spec(train_lm, c, s, name=prefix + k, data_id=did) for s in (mos_seeds if k.startswith('mos') else seeds)] for k, c in cfgs.items()}
 
+# %% ../nbs/10_span_buffer.ipynb #f354b820
 def _de_specs(lms: dict[str, list[Spec]], scale: str, prefix: str = '') -> list[Spec]:
     S = SCALES[scale]
     dyn = DynEvalConfig.paper(max_stats_batches=S.de_stats_cap)
@@ -390,6 +416,7 @@ def _de_specs(lms: dict[str, list[Spec]], scale: str, prefix: str = '') -> list[
     return [Spec(dyneval_lm, DynEvalExp(lm=l.cfg, lm_run=l.folder, dyn=dyn, **kw), l.seed, name=f'{l.name}_de', data_id=l.data_id, needs=(l,))
             for specs in lms.values() for l in specs]
 
+# %% ../nbs/10_span_buffer.ipynb #89276f08
 def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Plan:
     "The runs of every part at `scale` (its settings: `SCALES[scale]`)."
     S = SCALES[scale]

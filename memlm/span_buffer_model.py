@@ -103,6 +103,7 @@ def slot_windows(P: Tensor, T: int, m: int, stride: int) -> Tensor:
     st = P.stride(0)
     return P.as_strided((T, m, *P.shape[1:]), (st, stride * st, *P.stride()[1:]), P.storage_offset())
 
+# %% ../nbs/10_span_buffer.ipynb #c8b3f7ff
 class _TanhScores(torch.autograd.Function):
     "γ[τ, j] = vᵀ tanh(P[τ + j·S] + Q[τ]) in blocks of S positions, tanh as 2σ(2x) − 1; see `tanh_scores`."
     @staticmethod
@@ -131,6 +132,7 @@ class _TanhScores(torch.autograd.Function):
             torch.sum(dx, 1, out=dQ[t:t + S]); dwin[t:t + S] += dx                      # distinct rows within a block
         return dP, dQ, dv.sub_(g.sum()), None, None
 
+# %% ../nbs/10_span_buffer.ipynb #d6b6a9c6
 def tanh_scores(P: Tensor,      # [N, n, a] W_s s_i of every difference
                 Q: Tensor,      # [T, n, a] W_h h_t of every position
                 v: Tensor,      # [a]
@@ -218,6 +220,7 @@ class SNBState(NamedTuple):
     mem: Tensor     # [K, n, d] the last K span-source outputs
     count: Tensor   # [n] positions of the current stream seen so far (capped at K)
 
+# %% ../nbs/10_span_buffer.ipynb #d5cc27aa
 class SNBAux(NamedTuple):
     "What the last forward computed besides its prediction."
     log_p: Tensor   # [T, n, V] the LM's log-probabilities
@@ -227,6 +230,7 @@ class SNBAux(NamedTuple):
     alpha: Tensor | None  # [T, n, m] attention weights (with `record_attn`)
     gate_in: Tensor | None = None  # [T, n, ·] what the gate observed: h_t, or [h_t; xi_t] (`gate_input='h_xi'`)
 
+# %% ../nbs/10_span_buffer.ipynb #dfabcfc8
 class SpanBufferLM(nn.Module):
     "AWD-LSTM (softmax or MoS head) + span-based neural buffer + gate, following the `LMOutput` contract."
     def __init__(self, lm_cfg: AWDLSTMConfig, cfg: SNBConfig):
@@ -271,6 +275,7 @@ class SpanBufferLM(nn.Module):
         else: logp = mix(out.logp, log_q, g, has, c.policy, c.eval_temp)
         return LMOutput(logp, SNBState(out.hidden, mem, count), out.raw_outputs, out.outputs)
 
+# %% ../nbs/10_span_buffer.ipynb #fcb714b1
 @contextlib.contextmanager
 def snb_settings(model: SpanBufferLM, **kw):
     "`with snb_settings(model, policy='rnn', eval_temp=1.):` changes how the model predicts in evaluation, then restores it."

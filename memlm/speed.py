@@ -46,6 +46,7 @@ class FusedLSTMLM(RecurrentLM):
 def _sync(device: torch.device):
     if device.type == 'cuda': torch.cuda.synchronize(device)
 
+# %% ../nbs/02_models.ipynb #aa303f0a
 @dataclass
 class LMStep:
     "One training step of a language model: forward, NLL, backward, SGD step, the state carried and detached."
@@ -75,6 +76,7 @@ class LMStep:
             hidden = detach(out.hidden)
         return step
 
+# %% ../nbs/02_models.ipynb #b9f85873
 @dataclass
 class EvalStep(LMStep):
     "One evaluation window of an LM: a no-grad forward in eval mode, the state carried (evaluation tokens/s)."
@@ -87,6 +89,7 @@ class EvalStep(LMStep):
             with torch.no_grad(), eval_mode(model): hidden = model(x, hidden).hidden
         return step
 
+# %% ../nbs/02_models.ipynb #c3a850fe
 @dataclass
 class LayerStep:
     "Forward and backward of one recurrent layer alone (`y, _ = layer(x)`, loss mean(y^2)) on fixed random inputs."
@@ -115,6 +118,7 @@ def native_kernels():
         warnings.simplefilter('ignore')
         yield
 
+# %% ../nbs/02_models.ipynb #037c9839
 def throughput(model: nn.Module,            # what is measured (it is trained: pass a throwaway one)
                reference: nn.Module,        # the same sizes: e.g. `FusedLSTMLM.from_config(cfg)`, `nn.LSTM(I, H)`
                step: LMStep | LayerStep,    # what one timed step is
