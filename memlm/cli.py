@@ -31,6 +31,7 @@ def positive_int(s: str) -> int:
     if v < 1: raise argparse.ArgumentTypeError(f'expected a positive integer, got {s!r}')
     return v
 
+# %% ../nbs/08_cli.ipynb #50a48a77
 def time_limit(s: str) -> float | None:
     "Seconds >= 0 (0: start no run; a report is then rendered from the records as they are), or empty for none."
     if s in ('', None): return None
@@ -39,6 +40,7 @@ def time_limit(s: str) -> float | None:
     if not v >= 0: raise argparse.ArgumentTypeError(f'expected seconds (a number >= 0) or nothing, got {s!r}')
     return v
 
+# %% ../nbs/08_cli.ipynb #8b95f295
 RUN_ITEM = re.compile(r'^[A-Za-z0-9_.+=-]+:[0-9]+$')
 
 def run_items(s: str) -> list[str]:
@@ -48,6 +50,7 @@ def run_items(s: str) -> list[str]:
     if bad or not items: raise argparse.ArgumentTypeError(f"expected runs as 'name:seed ...' (e.g. 'awd_lstm:0 awd_lstm:1'), got {s!r}")
     return items
 
+# %% ../nbs/08_cli.ipynb #ef5cc7e6
 def seed_list(s: str) -> list[int]:
     "'0,1,2'"
     try: out = [int(x) for x in re.split(r'[\s,]+', s) if x]
@@ -55,6 +58,7 @@ def seed_list(s: str) -> list[int]:
     if not out or min(out) < 0: raise argparse.ArgumentTypeError(f"expected seeds as '0,1,2', got {s!r}")
     return out
 
+# %% ../nbs/08_cli.ipynb #8b8abaa4
 def choice(valid, what: str):
     def check(s: str) -> str:
         if s not in valid: raise argparse.ArgumentTypeError(f"unknown {what} {s!r}; valid: {', '.join(valid)}")
@@ -118,6 +122,7 @@ def _check_reproduce(a) -> dict:
     print(' '.join(ps))
     return params
 
+# %% ../nbs/08_cli.ipynb #6d404c11
 def execute_report(nb, out, parameters: dict | None = None, cwd: str | None = None, failed=None) -> Path:
     """Execute notebook `nb` with papermill into `out`, atomically: it runs into a temporary file that replaces `out` only when
     every cell ran; a failed execution is kept at `failed` (default `<out>.failed.ipynb`) and the error raised."""
@@ -131,6 +136,7 @@ def execute_report(nb, out, parameters: dict | None = None, cwd: str | None = No
     os.replace(tmp, out)
     return out
 
+# %% ../nbs/08_cli.ipynb #b393a486
 def main(argv=None) -> int:
     "The command line (`python -m memlm ...`)."
     a = parser().parse_args(argv)

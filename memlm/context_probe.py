@@ -67,6 +67,7 @@ def perturb(ctx: Tensor, d: int, kind: str, gen: torch.Generator, pool: Tensor) 
     else: raise ValueError(f"unknown perturbation {kind!r}: use 'drop', 'shuffle' or 'replace'")
     return torch.cat([far, ctx[:, W - d:]], 1)
 
+# %% ../nbs/20_context_probe.ipynb #340a01f8
 class _LastStep(nn.Module):
     "A per-step output head applied to the last time step only."
     def __init__(self, head: nn.Module): super().__init__(); self.inner = head
@@ -83,6 +84,7 @@ def last_step_head(model):
     try: yield
     finally: model.head = head
 
+# %% ../nbs/20_context_probe.ipynb #8b9f6a4b
 @torch.no_grad()
 def window_nll(model, ctx: Tensor, target: Tensor, cache: tuple | None = None) -> Tensor:
     """NLL of `target[B]` after the model reads `ctx[B, L]` from a zero state; `cache=(theta, lam)`: mixed with a neural cache
@@ -111,6 +113,7 @@ def word_classes(targets: Tensor, train: Tensor, itos: list[str] | None, frequen
         out |= dict(function=fn, content=~fn)
     return out
 
+# %% ../nbs/20_context_probe.ipynb #9e7ac23f
 def probe(model, data: Tensor, cfg: ProbeConfig = ProbeConfig(), train: Tensor | None = None, itos: list[str] | None = None,
           bptt: int = 70, cache: tuple | None = None) -> dict:
     """NLL increase (%) over the full carried-state context when the context beyond d is perturbed: `curves[kind][cls][d]`,
@@ -195,6 +198,7 @@ import memlm.awd_lstm as core
 PARTS = ('core', 'cache')
 CACHE_GRID = tuple((t, l) for t in (0.1, 0.3, 1.0) for l in (0.05, 0.1, 0.2))   # (theta, lam) tried on a validation prefix
 
+# %% ../nbs/20_context_probe.ipynb #81aef518
 @dataclass
 class ProbeExp:
     "The probe of one trained core LM (and, with `cache_grid`, of the neural cache on top of it)."
@@ -206,6 +210,7 @@ class ProbeExp:
     cache_size: int = 2000
     tune_tokens: int = 10_000
 
+# %% ../nbs/20_context_probe.ipynb #b16e3dcf
 def run_probe(cfg: ProbeExp, seed: int, ctx: RunContext) -> dict:
     "Probe curves, effective context, order-sensitive span, copy gain and perplexity on validation (and the same with a cache)."
     c = lm_corpus(cfg.lm.corpus, cfg.lm.data_path)
@@ -224,6 +229,7 @@ def run_probe(cfg: ProbeExp, seed: int, ctx: RunContext) -> dict:
     return out | dict(curves=r['curves'], ref_nll=r['ref_nll'], n=r['n'], effective_context=r['effective_context'], order_span=r['order_span'],
                       copy_gain=cg['copy_gain'], copy_n=cg['n'], valid_ppl=math.exp(r['ref_nll']['all']) if cfg.probe.n_targets else None)
 
+# %% ../nbs/20_context_probe.ipynb #60766f7c
 def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Plan:
     "One probe per core LM seed, and the cached probe of seed 0."
     cp = core.make_plan(scale, seeds, data_path)

@@ -316,6 +316,7 @@ def topic_corpus(n_train: int = 20_000, n_valid: int = 3_000, n_test: int = 3_00
     return Corpus('topics', Vocab([f'w{i}' for i in range(V)] + ['=']), **data, articles=arts,
                   meta=dict(article_len=article_len, topic_size=topic_size, p_topic=p_topic, seed=seed))
 
+# %% ../nbs/00_data.ipynb #92daedec
 def cap_vocab(c: Corpus, n: int) -> Corpus:
     "The `n` most frequent training words (always `<unk>`, and `<eos>` if present) kept, the others mapped to `<unk>`."
     if n >= len(c.vocab): return c
@@ -329,16 +330,19 @@ def cap_vocab(c: Corpus, n: int) -> Corpus:
     return Corpus(f'{c.name}-v{n}', Vocab([c.vocab.itos[i] for i in keep.tolist()]), *(new[c[s]] for s in SPLITS),
                   articles=dict(c.articles), meta=dict(c.meta, max_vocab=n))
 
+# %% ../nbs/00_data.ipynb #830392a9
 def first_articles(data: Tensor, starts, n: int | None):
     "The first `n` articles of a stream and their starts (all of it when `n` is None or there are no articles)."
     if n is None or starts is None or n >= len(starts): return data, starts
     return data[:int(starts[n])], starts[:n]
 
+# %% ../nbs/00_data.ipynb #41cf5693
 def stream_prefix(data: Tensor, starts, n_tokens: int | None):
     "The first `n_tokens` of a stream and the article starts inside them."
     if n_tokens is None or n_tokens >= len(data): return data, starts
     return stream_slice(data, starts, 0, n_tokens)
 
+# %% ../nbs/00_data.ipynb #73269da2
 def split_halves(data: Tensor, starts):
     "The stream cut in two at the article start nearest its middle (at the middle without articles): `((a, starts), (b, starts))`."
     mid = len(data) // 2
@@ -347,6 +351,7 @@ def split_halves(data: Tensor, starts):
         mid = int(s[(s - mid).abs().argmin()])
     return stream_slice(data, starts, 0, mid), stream_slice(data, starts, mid, len(data))
 
+# %% ../nbs/00_data.ipynb #23f3879f
 def stream_slice(data: Tensor, starts, a: int, b: int):
     "Tokens `a` to `b` (exclusive) of a stream and the article starts inside them, counted from `a`."
     if not 0 <= a < b <= len(data): raise ValueError(f'slice {a}:{b} is outside a stream of {len(data)} tokens')

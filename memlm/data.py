@@ -132,6 +132,7 @@ class Source:
     member: str = ''  # prefix of the files' paths inside the archive
     note: str = ''  # shown when the files are missing
 
+# %% ../nbs/00_data.ipynb #8a500fac
 _AWS, _SMERITY = 'https://s3.amazonaws.com/research.metamind.io/wikitext/', 'https://wikitext.smerity.com/'
 SOURCES = {
     'ptb': Source('ptb', {
@@ -158,6 +159,7 @@ SOURCES = {
 }
 IMDB_URL = 'https://ai.stanford.edu/~amaas/data/sentiment/aclImdb_v1.tar.gz'
 
+# %% ../nbs/00_data.ipynb #0c7022eb
 def sources_table() -> str:
     "Markdown table of the expected files, checksums and download URLs."
     rows = ['| data set | file | sha256 | from |', '|---|---|---|---|']
@@ -230,6 +232,7 @@ def _missing_error(name, src, folder, names, reasons=()):
     if reasons: msg += '\nDownload failed:\n' + '\n'.join(f'  - {r}' for r in reasons)
     return DataNotFoundError(msg)
 
+# %% ../nbs/00_data.ipynb #dece2f1d
 def _fetch(name, src, folder, names, verify):
     "Download the archive, extract and verify `names`, then move them into `folder`."
     if not src.urls: raise _missing_error(name, src, folder, names)
@@ -249,6 +252,7 @@ def _fetch(name, src, folder, names, verify):
             reasons.append(f'{url}: {e}')
     raise _missing_error(name, src, folder, names, reasons)
 
+# %% ../nbs/00_data.ipynb #fbec3055
 def ensure_corpus(name, # a key of `SOURCES`
                   path=None, # data folder (default: `data_dir()`)
                   verify=True, # check sha256 of every file with a known checksum
@@ -264,6 +268,7 @@ def ensure_corpus(name, # a key of `SOURCES`
             if n not in missing: verify_file(folder/n, h)
     return folder
 
+# %% ../nbs/00_data.ipynb #a9d2ea91
 def has_corpus(name, path=None) -> bool:
     "Whether all files of data set `name` are present (not verified) in the data folder."
     src = SOURCES[name]

@@ -40,17 +40,20 @@ def seed_everything(seed: int) -> None:
         import numpy as np; np.random.seed(seed)
     except ImportError: pass
 
+# %% ../nbs/01_registry.ipynb #ba990458
 def get_device(prefer: str | None = None) -> torch.device:
     "`prefer` if given, else CUDA when available, else CPU."
     if prefer: return torch.device(prefer)
     return torch.device('cuda' if torch.cuda.is_available() else 'cpu')
 
+# %% ../nbs/01_registry.ipynb #655a7d5c
 def device_name(device: torch.device | str | None = None) -> str:
     "Human-readable name of the device a run used (GPU model, or CPU with its thread count)."
     device = torch.device(device) if device is not None else get_device()
     if device.type == 'cuda': return torch.cuda.get_device_name(device)
     return f"cpu ({platform.processor() or platform.machine()}, {torch.get_num_threads()} threads)"
 
+# %% ../nbs/01_registry.ipynb #0bb6b54a
 MALLOC_KEPT: str | None = None   # set by `keep_freed_memory`; provenance records it
 
 def keep_freed_memory(limit: int = 1 << 30) -> bool:
@@ -65,6 +68,7 @@ def keep_freed_memory(limit: int = 1 << 30) -> bool:
     MALLOC_KEPT = f"glibc mmap/trim threshold {limit >> 20} MiB"
     return True
 
+# %% ../nbs/01_registry.ipynb #640435ac
 DENORMALS_FLUSHED: bool = False  # set by `flush_denormals`; provenance records it
 
 def flush_denormals() -> bool:

@@ -29,6 +29,7 @@ def sa_corpus(name: str, data_path: str | None = None) -> Corpus:
     if name == 'synthetic': return synthetic_corpus(n_train=10_000, n_valid=1_000, n_test=1_000, article_len=250)
     return load_corpus(name, data_dir(data_path))
 
+# %% ../nbs/12_short_attention.ipynb #146ce90b
 @dataclass
 class ShortAttnExp:
     "One language model of Table 1, Figure 2a/3 or the N-gram sweep: corpus, model and training."
@@ -37,6 +38,7 @@ class ShortAttnExp:
     train: TrainConfig = field(default_factory=TrainConfig)   # valid/test are read at its eval_batch_size and bptt
     data_path: str | None = field(default=None, metadata={'key': False})
 
+# %% ../nbs/12_short_attention.ipynb #bad7f93b
 def train_lm(cfg: ShortAttnExp, seed: int, ctx: RunContext) -> dict:
     "Train one model (the best validation epoch kept); valid/test perplexity, and the attention profile on valid."
     corpus = sa_corpus(cfg.corpus, cfg.data_path)
@@ -73,6 +75,7 @@ class ThroughputExp:
     steps: int = 5                   # timed steps per round
     threads: int | None = None       # torch CPU threads while timing (None: the process's)
 
+# %% ../nbs/12_short_attention.ipynb #4294400b
 @dataclass
 class SettingCostExp:
     "What an epoch costs at candidate cpu settings: the plain LSTM and key-value-predict of width w on a corpus."
@@ -83,6 +86,7 @@ class SettingCostExp:
     threads: int | None = 1          # torch threads while timing (one core per run, as the cpu campaigns run)
     data_path: str | None = field(default=None, metadata={'key': False})
 
+# %% ../nbs/12_short_attention.ipynb #51aa4054
 def setting_costs(cfg: SettingCostExp, seed: int, ctx: RunContext) -> dict:
     "`<corpus>_w<w>/`: vocabulary, training tokens, |V| / w, KVP's softmax width ÷ w, and seconds per epoch of each model."
     torch.manual_seed(seed)
@@ -96,6 +100,7 @@ def setting_costs(cfg: SettingCostExp, seed: int, ctx: RunContext) -> dict:
         out |= {f"{tag}/{r['model']}_s_per_epoch": n / r['tokens_per_s'] for r in rows}
     return out
 
+# %% ../nbs/12_short_attention.ipynb #4df926ec
 def measure_throughput(cfg: ThroughputExp, seed: int, ctx: RunContext) -> dict:
     "`<model>/tokens_per_s`, `<model>/ratio` (to the LSTM), `<model>/hidden`, `<model>/params`, and the smallest ratio."
     torch.manual_seed(seed)
@@ -174,10 +179,12 @@ ATTENTIVE = ('attention', 'kv', 'kvp')
 WINDOWS, NGRAMS = (1, 5, 10, 15), (2, 3, 4, 5)    # Figure 2a's windows; the N-gram sweep
 LONG_KINDS = ('lstm', 'kvp', 'attention')          # trained longer in the `long` part
 
+# %% ../nbs/12_short_attention.ipynb #7b81d8f8
 def run_name(m: ShortAttnConfig) -> str:
     "A model's name in tables and run folders: 'lstm', 'kvp_L10', 'ngram4'."
     return m.kind + dict(lstm='', ngram=f'{m.ngram}').get(m.kind, f'_L{m.window}')
 
+# %% ../nbs/12_short_attention.ipynb #a167f661
 def lm_base(scale: str, data_path: str | None = None) -> tuple[ShortAttnExp, float]:
     "The plain LSTM run of `scale` (its row of `SCALES`: corpus, size, training) and the parameter-matching tolerance."
     S = SCALES[scale]
@@ -188,10 +195,12 @@ def lm_base(scale: str, data_path: str | None = None) -> tuple[ShortAttnExp, flo
     model = ShortAttnConfig(vocab_size=S.vocab_size, emb_size=S.size, hidden_size=S.size, kind='lstm', window=10, ngram=4)
     return ShortAttnExp(S.corpus, model, train, data_path), S.tol
 
+# %% ../nbs/12_short_attention.ipynb #df47609a
 def matched(lm: ShortAttnExp, kind: str, tol: float, window: int = 10, ngram: int = 4) -> ShortAttnExp:
     "`lm` with the `kind` model that has the plain LSTM's parameter count (window L, N of the N-gram RNN)."
     return replace(lm, model=matched_configs(replace(lm.model, kind='lstm', window=window, ngram=ngram), (kind,), tol=tol)[kind])
 
+# %% ../nbs/12_short_attention.ipynb #b62ee27e
 def wide_controls(lm: ShortAttnExp, window: int = 10) -> dict[str, ShortAttnExp]:
     """The two controls of parameter matching: key-value-predict whose softmax input (k/3) is as wide as the LSTM's
     (`kvp_wide`: k = 3w, more parameters), and a plain LSTM with that model's parameter count (`lstm_wide`)."""
@@ -200,6 +209,7 @@ def wide_controls(lm: ShortAttnExp, window: int = 10) -> dict[str, ShortAttnExp]
     lstm_h = match_hidden_size('lstm', count_params(kvp), lm.model.vocab_size, lm.model.emb_size, tol=0.05)
     return {'kvp_wide': replace(lm, model=kvp), 'lstm_wide': replace(lm, model=replace(lm.model, kind='lstm', hidden_size=lstm_h))}
 
+# %% ../nbs/12_short_attention.ipynb #41ab7a57
 def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Plan:
     "The runs of every part at `scale`; Table 1 and its controls per seed, the sweeps and longer training at `seeds[0]`."
     S, (lm, tol) = SCALES[scale], lm_base(scale, data_path)

@@ -155,6 +155,7 @@ def _split(self: ShortAttentionLM, full: Tensor, T: int):
     if self.cfg.kind == 'kv': return cur(parts[0]), parts[0], parts[1], cur(parts[1])
     return cur(parts[0]), parts[0], parts[1], cur(parts[2])                           # kvp: h*_t uses p_t
 
+# %% ../nbs/12_short_attention.ipynb #e6ac78a9
 def _forward(self: ShortAttentionLM, x: Tensor, hidden=None, reset: Tensor | None = None) -> LMOutput:
     "x [T,B] -> LMOutput; `reset[T,B]` marks tokens that start a new article (state and memory cleared)."
     T, B = x.shape
@@ -176,6 +177,7 @@ def _forward(self: ShortAttentionLM, x: Tensor, hidden=None, reset: Tensor | Non
     logp = F.log_softmax(self.decoder(hstar), -1)                                      # Eq. 5
     return LMOutput(logp, (new_states, full[full.shape[0] - L:], carried), raw, outs)
 
+# %% ../nbs/12_short_attention.ipynb #d462cee5
 def _reset_hidden(self: ShortAttentionLM, hidden, mask: Tensor):
     "Clear LSTM state and memory of the columns where `mask[B]` is True (a new article starts)."
     states, mem, valid = hidden
@@ -259,9 +261,11 @@ def expand_hidden(hidden, n: int):
     if isinstance(hidden, (list, tuple)): return type(hidden)(expand_hidden(h, n) for h in hidden)
     return hidden
 
+# %% ../nbs/12_short_attention.ipynb #7600e947
 def _ids(vocab, toks): return [int(i) for i in vocab.encode(toks)]
 def _words(s) -> list[str]: return s.split() if isinstance(s, str) else list(s)
 
+# %% ../nbs/12_short_attention.ipynb #0cf45589
 @torch.no_grad()
 def cbt_scores(model: ShortAttentionLM, vocab, questions: list, bsz: int = 16, blank: str = 'XXXXX', eos: str = '<eos>') -> Tensor:
     "`[Q, C]` log p(query with candidate c | context) for questions as `memlm.corpora.read_cbt` returns them."
@@ -283,6 +287,7 @@ def cbt_scores(model: ShortAttentionLM, vocab, questions: list, bsz: int = 16, b
             scores.append((lp * keep).sum(0).view(len(qs), C))
     return torch.cat(scores)
 
+# %% ../nbs/12_short_attention.ipynb #5c054c02
 def cbt_accuracy(model: ShortAttentionLM, vocab, by_type: dict[str, list], **kw) -> dict[str, float]:
     "Accuracy (%) per question type (e.g. NE/CN/V/P): the highest-scoring candidate is the answer."
     out = {}

@@ -93,6 +93,7 @@ class NEROut(NamedTuple):
     mask: Tensor        # [T, B]
     nll: Tensor         # [B] -log p(gold tags) under the CRF
 
+# %% ../nbs/06_tagging.ipynb #229fe527
 class NERTagger(nn.Module):
     "BiLSTM-CNN-CRF (Ma & Hovy 2016); the recurrent layers come from `layer_fn(input_size)`."
     def __init__(self, n_words: int, n_chars: int, n_tags: int, layer_fn: Callable,

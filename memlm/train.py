@@ -405,6 +405,7 @@ def fit(model,                           # the model to train (on its device)
     finish(run)
     return run.st['history']
 
+# %% ../nbs/03_train.ipynb #7bb89f0c
 def _snapshot(run: Run) -> Path:
     "Copy `last.pt` and `best.pt` after this epoch into `<ckpt_dir>/epoch<N>/` (complete or absent: written aside, then renamed)."
     d = run.last.parent/f"epoch{run.st['epoch']}"; tmp = d.with_name(d.name + f'.tmp{os.getpid()}')
@@ -414,6 +415,7 @@ def _snapshot(run: Run) -> Path:
     shutil.rmtree(d, ignore_errors=True); os.replace(tmp, d)
     return d
 
+# %% ../nbs/03_train.ipynb #9637999b
 def finish(run: Run):
     "Leave the best-validation weights in the model (cfg.load_best), else the averaged ones when averaging."
     if run.cfg.load_best and run.st['best'] is not None:
@@ -423,6 +425,7 @@ def finish(run: Run):
         with torch.no_grad():
             for p, q in zip(run.model.parameters(), run.avg.module.parameters()): p.copy_(q)
 
+# %% ../nbs/03_train.ipynb #e394706b
 def _summary(m: dict) -> str:
     "One line per epoch for the console."
     keys = [k for k in m if k.startswith(('train_', 'val_')) and k != 'val_tokens'] + ['lr', 'time_s']
