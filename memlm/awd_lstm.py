@@ -4,6 +4,7 @@
 
 # %% ../nbs/09_awd_lstm.ipynb #ccaae53c
 from __future__ import annotations
+import time
 from dataclasses import dataclass, field, fields, replace
 import torch
 from .corpora import lm_corpus
@@ -17,9 +18,11 @@ from .plan import Plan
 from .registry import markdown_table
 
 # %% auto #0
-__all__ = ['PLATEAU_RULE', 'SCALES', 'PARTS', 'SCHEDULE_SEARCH', 'CPU_DECAY_AT', 'CPU_TAIL', 'AWDExp', 'train_awd', 'trained_awd',
-           'DynEvalExp', 'dyneval_awd', 'ThroughputExp', 'awd_throughput', 'CoreScale', 'scale_table', 'fixed_schedule',
-           'choose_schedule', 'schedule_specs', 'with_retired', 'awd_configs', 'make_plan']
+__all__ = ['GPU_BUDGET_S', 'GPU_ARM_FACTOR', 'GPU_CANDIDATES', 'PLATEAU_RULE', 'SCALES', 'PARTS', 'SCHEDULE_SEARCH',
+           'CPU_DECAY_AT', 'CPU_TAIL', 'AWDExp', 'train_awd', 'trained_awd', 'DynEvalExp', 'dyneval_awd',
+           'ThroughputExp', 'awd_throughput', 'PackExp', 'pack_timing', 'choose_gpu_model', 'pack_specs', 'CoreScale',
+           'scale_table', 'fixed_schedule', 'choose_schedule', 'schedule_specs', 'with_retired', 'awd_configs',
+           'make_plan']
 
 # %% ../nbs/09_awd_lstm.ipynb #86d0011f
 @dataclass
@@ -94,6 +97,62 @@ def awd_throughput(cfg: ThroughputExp, seed: int, ctx: RunContext) -> dict:
     tp = throughput(awd, fused, LMStep(cfg.model.vocab_size, bsz=cfg.batch_size, bptt=cfg.bptt), rounds=cfg.rounds, threads=cfg.threads)
     return dict(model_tps=tp['tokens_per_s'], baseline_tps=tp['ref_tokens_per_s'], ratio=tp['ratio'], sizes=cfg.model.layer_sizes, threads=tp['threads'])
 
+# %% ../nbs/09_awd_lstm.ipynb #3aeea4b4
+@dataclass(frozen=True)
+class PackExp:
+    "A gpu-scale candidate timed as a campaign runs it: `procs` processes training the same model at once."
+    model: AWDLSTMConfig            # the candidate (every regularizer on, as in training)
+    batch_size: int = 20
+    bptt: int = 70
+    procs: int = 6                  # 3 seeds x 2 arms of one comparison
+    steps: int = 50                 # timed steps per process, after `warmup`
+    warmup: int = 5
+    train_tokens: int = 929_589     # PTB's training tokens: an epoch is train_tokens / (batch_size x bptt) steps
+
+def _pack_worker(rank: int, cfg: PackExp, device: str, barrier, out):
+    torch.manual_seed(rank)
+    model = AWDLSTM(cfg.model).to(device)
+    step = LMStep(cfg.model.vocab_size, bsz=cfg.batch_size, bptt=cfg.bptt, seed=rank)(model)
+    sync = torch.cuda.synchronize if device.startswith('cuda') else (lambda: None)
+    for _ in range(cfg.warmup): step()
+    sync(); barrier.wait(); t0 = time.perf_counter()
+    for _ in range(cfg.steps): step()
+    sync(); out[rank] = (time.perf_counter() - t0) / cfg.steps
+
+# %% ../nbs/09_awd_lstm.ipynb #58bff9f7
+def pack_timing(cfg: PackExp, seed: int, ctx: RunContext) -> dict:
+    "Seconds per training step of each of `cfg.procs` processes training `cfg.model` together on `ctx.device`; the epoch that implies."
+    mpc = torch.multiprocessing.get_context('spawn')
+    with mpc.Manager() as mgr:
+        barrier, out = mgr.Barrier(cfg.procs), mgr.dict()
+        ps = [mpc.Process(target=_pack_worker, args=(r, cfg, str(ctx.device), barrier, out)) for r in range(cfg.procs)]
+        for q in ps: q.start()
+        for q in ps: q.join()
+        if bad := [r for r, q in enumerate(ps) if q.exitcode]: raise RuntimeError(f'pack_timing: processes {bad} of {cfg.procs} failed')
+        s = [out[r] for r in range(cfg.procs)]
+    steps = cfg.train_tokens / (cfg.batch_size * cfg.bptt)
+    return dict(s_per_step=s, s_per_step_max=max(s), sec_per_epoch_packed=max(s) * steps, steps_per_epoch=steps,
+                params=sum(p.numel() for p in AWDLSTM(cfg.model).parameters()), procs=cfg.procs)
+
+# %% ../nbs/09_awd_lstm.ipynb #539ca8c4
+GPU_BUDGET_S = 480.      # one run's training time in a packed 10-minute command (the rest: start-up, evaluation, shipping)
+GPU_ARM_FACTOR = 1.5     # the slower arm's cost relative to its base (+SNB: 1 / 0.69)
+GPU_CANDIDATES = {       # name -> (model, batch size) of the gpu scale's core AWD-LSTM candidates, smallest first
+    'cpu_size': (AWDLSTMConfig.awd_cpu(vocab_size=10_000, nlayers=2), 20),
+    '2x650': (AWDLSTMConfig.awd_ptb(nlayers=2, nhid=650), 20),
+    '2x1150': (AWDLSTMConfig.awd_ptb(nlayers=2), 20),
+    'paper': (AWDLSTMConfig.awd_ptb(), 20),
+    'paper_b80': (AWDLSTMConfig.awd_ptb(), 80)}   # a larger batch changes the recipe: it would need its own schedule search
+
+def choose_gpu_model(timings: dict[str, dict], epochs: int, budget_s: float = GPU_BUDGET_S, arm_factor: float = GPU_ARM_FACTOR) -> str | None:
+    "The candidate with the most parameters whose packed epoch x `arm_factor` x `epochs` fits `budget_s` (None: none fits)."
+    fits = {k: t for k, t in timings.items() if t['sec_per_epoch_packed'] * arm_factor * epochs <= budget_s}
+    return max(fits, key=lambda k: fits[k]['params']) if fits else None
+
+def pack_specs(scale: str, seed: int) -> list[Spec]:
+    "The packed timing of every candidate: part `gpu_fit` of the gpu scale (a few minutes of a GPU, run alone: `make runs ... WORKERS=1`)."
+    return [Spec(pack_timing, PackExp(m, batch_size=b), seed, name=f'gpu_fit_{k}') for k, (m, b) in GPU_CANDIDATES.items()] if scale == 'gpu' else []
+
 # %% ../nbs/09_awd_lstm.ipynb #dd8ae481
 @dataclass(frozen=True)
 class CoreScale:
@@ -131,7 +190,7 @@ def scale_table(scales: dict) -> str:
 
 
 # %% ../nbs/09_awd_lstm.ipynb #f819ee63
-PARTS = ('lm', 'dynamic_eval', 'throughput', 'schedule', 'adaptive')
+PARTS = ('lm', 'dynamic_eval', 'throughput', 'schedule', 'adaptive', 'gpu_fit')
 
 # %% ../nbs/09_awd_lstm.ipynb #d39cd742
 def fixed_schedule(train: TrainConfig, decay_at: int, tail: tuple = (6, 2, 2)) -> TrainConfig:
@@ -212,4 +271,4 @@ def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Pla
     old = awd_configs(scale, data_path, fixed=False)[0]
     adaptive = [replace(s, label=f'adaptive_{s.name}') for s in sum(_lm_and_dyneval(old, seeds, did, stats_cap, {}), [])] if old != lm else []
     return Plan('awd_lstm', scale, {'lm': lms, 'dynamic_eval': dyn, 'throughput': [Spec(awd_throughput, tp, seeds[0], name='throughput')],
-                                    'schedule': sched, 'adaptive': adaptive})
+                                    'schedule': sched, 'adaptive': adaptive, 'gpu_fit': pack_specs(scale, seeds[0])})
