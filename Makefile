@@ -137,11 +137,11 @@ test: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check memlm tests .ci
-	$(BIN)/python .ci/export.py --check-clean
+	$(BIN)/python .ci/check_clean.py
 
-# the library from the notebooks (nbdev_export, with each notebook's second module reset first: see .ci/export.py)
+# the library from the notebooks: one module per notebook (its default_exp), so a stock nbdev_export is all it takes
 export: $(STAMP)
-	$(BIN)/python .ci/export.py
+	$(BIN)/nbdev_export
 
 lab: $(STAMP)
 	$(BIN)/jupyter lab --allow-root --notebook-dir=nbs

@@ -1,5 +1,6 @@
 """memlm.data on the real corpora: published counts, refusal of a corrupted copy, the checksum table against the
-canonical SHA256SUMS (skipped when the files are absent). Everything that runs on fixtures is tested in nbs/00_data.ipynb."""
+canonical SHA256SUMS (skipped when the files are absent). Everything that runs on fixtures is tested in nbs/00_data.ipynb
+(memlm.data) and nbs/00a_corpora.ipynb (memlm.corpora: the task readers, generators and fixtures)."""
 import shutil, time
 from collections import Counter
 
