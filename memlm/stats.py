@@ -99,7 +99,12 @@ def power(delta: float, sd: float, n: int, alpha: float = ALPHA) -> float:
     if n < 2: return 0.
     df, nc = n - 1, abs(delta) * math.sqrt(n) / sd
     c = st.t.ppf(1 - alpha / 2, df)
-    return float(st.nct.sf(c, df, nc) + st.nct.cdf(-c, df, nc))
+    p = st.nct.sf(c, df, nc) + st.nct.cdf(-c, df, nc)
+    return float(p if math.isfinite(p) else _power_by_integral(c, df, nc))   # scipy's nct is nan far in its tail (large δ√n/σ)
+
+def _power_by_integral(c: float, df: int, nc: float) -> float:
+    "P(|T'| > c) as an average over the sd estimate: T' = (Z + nc)/√(V/df) with V ~ χ²(df), so P = E_V[Φ(nc − c√(V/df)) + Φ(−nc − c√(V/df))]."
+    return min(1., st.chi2.expect(lambda v: st.norm.cdf(nc - c * math.sqrt(v / df)) + st.norm.cdf(-nc - c * math.sqrt(v / df)), args=(df,)))
 
 def seeds_needed(delta: float | None, sd: float | None, alpha: float = ALPHA, target: float = 0.8, n_max: int = 1000) -> int | None:
     "The smallest n >= 2 with `power >= target` for effect `delta` at sd `sd`; None without both (or beyond `n_max`)."
