@@ -9,9 +9,9 @@ from pathlib import Path
 from .registry import check_scale, results_dir, markdown_table, _fmt
 
 # %% auto #0
-__all__ = ['CLAIM_COLUMNS', 'COUNTED', 'read_claims', 'declare_seeds', 'claim_value', 'trained_at', 'claim_note',
-           'claim_verdicts', 'summary_rows', 'summary_markdown', 'paper_status', 'headline', 'write_results',
-           'unrecorded_claims']
+__all__ = ['CLAIM_COLUMNS', 'COUNTED', 'TESTED', 'read_claims', 'declare_seeds', 'claim_value', 'trained_at', 'claim_note',
+           'claim_verdicts', 'summary_rows', 'summary_markdown', 'paper_status', 'claim_line', 'headline',
+           'claim_lines', 'write_results', 'unrecorded_claims']
 
 # %% ../nbs/05b_claims.ipynb #23eae526
 CLAIM_COLUMNS = ('claim', 'paper_value', 'result', 'key', 'kind', 'expect', 'tol', 'n', 'n_basis', 'note')
@@ -155,14 +155,28 @@ def paper_status(paper: str, scales=('paper', 'gpu', 'cpu')) -> str:
     return ', '.join(f'{n[v]} {v}' for v in order if n.get(v)) + (f" ({', '.join(where)} scale)" if where else '')
 
 # %% ../nbs/05b_claims.ipynb #a3535bb9
-def headline(paper: str, rows: list[dict] | None = None) -> str:
-    "A paper's headline, rendered from its records: its first tested claim with ours, the interval and the verdict."
-    rows = rows if rows is not None else claim_verdicts(paper)
-    r = next((r for r in rows if r['kind'] in ('effect', 'threshold', 'equivalence') and r['value'] is not None), None)
-    if r is None: return 'no tested claim has run yet'
+TESTED = ('effect', 'threshold', 'equivalence')
+
+def claim_line(r: dict) -> str:
+    "One decided claim (a row of `claim_verdicts`) in words: the paper's value, ours with its interval, scale and n, and the verdict."
+    if r['value'] is None: return f"{r['claim']}: paper {_fmt(r['paper_value'])}, **not run**"
     ci = f" (95 % CI {_fmt_ci(r['ci'])})" if r['ci'] else ''
     need = f", about {r['seeds_needed']} seeds would decide it" if r['verdict'] == 'inconclusive' and r['seeds_needed'] else ''
-    return f"{r['claim']}: paper {_fmt(r['paper_value'])}, ours {_fmt(r['value'])}{ci} at {r['scale']} scale, n={r['n']}: **{r['verdict']}**{need}"
+    part = ', partial' if r.get('partial') else ''
+    paper = f"paper {_fmt(r['paper_value'])}, " if r['paper_value'] is not None else ''
+    return f"{r['claim']}: {paper}ours {_fmt(r['value'])}{ci} at {r['scale']} scale{part}, n={r['n']}: **{r['verdict']}**{need}"
+
+def headline(paper: str, rows: list[dict] | None = None) -> str:
+    "A paper's headline, rendered from its records: its first tested claim that has run, with ours, the interval and the verdict."
+    rows = rows if rows is not None else claim_verdicts(paper)
+    r = next((r for r in rows if r['kind'] in TESTED and r['value'] is not None), None)
+    return claim_line(r) if r else 'no tested claim has run yet'
+
+def claim_lines(paper: str, results: tuple | None = None, kinds: tuple = TESTED + ('target', 'reading'), rows: list[dict] | None = None) -> str:
+    """A notebook's findings on its claims: one markdown bullet per claim of `paper` on `results` (record names; None: all) whose
+    kind is in `kinds`, decided exactly as RESULTS.md decides it (`claim_verdicts`), so no notebook words a verdict of its own."""
+    rows = rows if rows is not None else claim_verdicts(paper)
+    return '\n'.join('- ' + claim_line(r) for r in rows if r['kind'] in kinds and (results is None or r['result'] in results))
 
 # %% ../nbs/05b_claims.ipynb #598d0cf4
 def write_results(path: Path | None = None, figs: Path | None = None, papers: list[str] | None = None) -> str:
