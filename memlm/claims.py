@@ -159,12 +159,12 @@ TESTED = ('effect', 'threshold', 'equivalence')
 
 def claim_line(r: dict) -> str:
     "One decided claim (a row of `claim_verdicts`) in words: the paper's value, ours with its interval, scale and n, and the verdict."
-    if r['value'] is None: return f"{r['claim']}: paper {_fmt(r['paper_value'])}, **not run**"
+    paper = f"paper {_fmt(r['paper_value'])}, " if r['paper_value'] is not None else ''
+    if r['value'] is None: return f"{r['claim']}: {paper}**not run**"
     ci = f" (95 % CI {_fmt_ci(r['ci'])})" if r['ci'] else ''
     need = f", about {r['seeds_needed']} seeds would decide it" if r['verdict'] == 'inconclusive' and r['seeds_needed'] else ''
-    part = ', partial' if r.get('partial') else ''
-    paper = f"paper {_fmt(r['paper_value'])}, " if r['paper_value'] is not None else ''
-    return f"{r['claim']}: {paper}ours {_fmt(r['value'])}{ci} at {r['scale']} scale{part}, n={r['n']}: **{r['verdict']}**{need}"
+    where = r['scale'] + ' scale' + (', partial' if r.get('partial') else '') + (f", n={r['n']}" if r['n'] else ', one run')
+    return f"{r['claim']}: {paper}ours {_fmt(r['value'])}{ci} at {where}: **{r['verdict']}**{need}"
 
 def headline(paper: str, rows: list[dict] | None = None) -> str:
     "A paper's headline, rendered from its records: its first tested claim that has run, with ours, the interval and the verdict."
