@@ -11,7 +11,7 @@ from .registry import check_scale, results_dir, markdown_table, _fmt
 # %% auto #0
 __all__ = ['CLAIM_COLUMNS', 'COUNTED', 'TESTED', 'read_claims', 'declare_seeds', 'claim_value', 'trained_at', 'claim_note',
            'claim_verdicts', 'summary_rows', 'summary_markdown', 'paper_status', 'claim_line', 'headline',
-           'claim_lines', 'write_results', 'unrecorded_claims']
+           'claim_lines', 'claims_forest', 'write_results', 'unrecorded_claims']
 
 # %% ../nbs/05b_claims.ipynb #23eae526
 CLAIM_COLUMNS = ('claim', 'paper_value', 'result', 'key', 'kind', 'expect', 'tol', 'n', 'n_basis', 'note')
@@ -178,11 +178,18 @@ def claim_lines(paper: str, results: tuple | None = None, kinds: tuple = TESTED 
     rows = rows if rows is not None else claim_verdicts(paper)
     return '\n'.join('- ' + claim_line(r) for r in rows if r['kind'] in kinds and (results is None or r['result'] in results))
 
+def claims_forest(rows: list[dict], title: str = ''):
+    "The forest plot (`memlm.stats.forest_plot`) of the tested claims among `rows` (of `claim_verdicts`) that have run; None if none has."
+    from memlm.stats import forest_plot
+    tested = [r for r in rows if r['kind'] in TESTED and r['value'] is not None]
+    return forest_plot([dict(label=r['claim'], value=r['value'], ci=r['ci'], paper=r['paper_value'] if r['kind'] == 'effect' else None,
+                             verdict=r['verdict']) for r in tested], title=title) if tested else None
+
 # %% ../nbs/05b_claims.ipynb #598d0cf4
 def write_results(path: Path | None = None, figs: Path | None = None, papers: list[str] | None = None) -> str:
     """`RESULTS.md`: per paper, its verdict counts, what Holm's correction guarantees, a forest plot (`figures/claims/<paper>_forest.png`)
     and its claims; the setting of each scale said once, a row's `why` only where it differs; provenance as links to the records."""
-    from memlm.stats import forest_plot, family_note
+    from memlm.stats import family_note
     import matplotlib.pyplot as plt
     path = Path(path or results_dir().parent/'RESULTS.md'); figs = Path(figs or results_dir().parent/'figures'/'claims')
     rows_all = claim_verdicts()
@@ -200,10 +207,7 @@ def write_results(path: Path | None = None, figs: Path | None = None, papers: li
             if r['note']: notes.setdefault(r['scale'], {}).setdefault(r['note'], 0); notes[r['scale']][r['note']] += 1
         common = {sc: max(n, key=n.get) for sc, n in notes.items()}
         for sc, note in common.items(): out.append(f"- **Setting at {sc} scale**: {note}")
-        tested = [r for r in rows if r['kind'] in ('effect', 'threshold', 'equivalence') and r['value'] is not None]
-        if tested:
-            fig = forest_plot([dict(label=r['claim'], value=r['value'], ci=r['ci'], paper=r['paper_value'] if r['kind'] == 'effect' else None,
-                                    verdict=r['verdict']) for r in tested], title=f'{pp}: tested claims')
+        if fig := claims_forest(rows, title=f'{pp}: tested claims'):
             figs.mkdir(parents=True, exist_ok=True); fig.savefig(figs/f'{pp}_forest.png', dpi=110, bbox_inches='tight'); plt.close(fig)
             out.append(f"\n![{pp}: forest plot]({(figs/f'{pp}_forest.png').relative_to(path.parent)})\n")
         table = []
