@@ -14,9 +14,9 @@ from .speed import FusedLSTMLM
 from .evaluate import lm_windows, model_device
 
 # %% auto #0
-__all__ = ['FUNCTION_WORDS', 'PARTS', 'CACHE_GRID', 'ProbeConfig', 'token_nll', 'sample_targets', 'perturb', 'last_step_head',
-           'window_nll', 'word_classes', 'probe', 'copy_gain', 'cache_nll', 'cache_ppl', 'ProbeExp', 'run_probe',
-           'make_plan']
+__all__ = ['FUNCTION_WORDS', 'PARTS', 'CACHE_GRID', 'LOADERS', 'FAMILIES', 'ProbeConfig', 'token_nll', 'sample_targets',
+           'perturb', 'last_step_head', 'window_nll', 'word_classes', 'probe', 'copy_gain', 'cache_nll', 'cache_ppl',
+           'load_lm', 'ProbeExp', 'run_probe', 'family_lms', 'lm_weights', 'make_plan']
 
 # %% ../nbs/20_context_probe.ipynb #43610ede
 @dataclass
@@ -188,21 +188,39 @@ def cache_ppl(model, data: Tensor, theta: float, lam: float, size: int = 2000, b
     return math.exp(float(cache_nll(model, data, theta, lam, size, bptt).double().mean()))
 
 # %% ../nbs/20_context_probe.ipynb #b9a549a7
+import importlib
 from dataclasses import field, replace
-from .experiment import Spec, RunContext, borrow
+from .experiment import Spec, RunContext, borrow, runs_dir, ckpt_home, load_record
 from .plan import Plan
 from .registry import pick
 from .corpora import lm_corpus
 import memlm.awd_lstm as core
+import memlm.phrase_induction as pilm
+import memlm.span_buffer as snb
+import memlm.short_attention as sa
+import memlm.dynamic_skip as skip
 
-PARTS = ('core', 'cache')
+PARTS = ('core', 'cache', 'families')
 CACHE_GRID = tuple((t, l) for t in (0.1, 0.3, 1.0) for l in (0.05, 0.1, 0.2))   # (theta, lam) tried on a validation prefix
+
+# %% ../nbs/20_context_probe.ipynb #7fffa445
+LOADERS = {   # config type of the LM's run -> (its trained model from its run folder, its corpus)
+    core.AWDExp: lambda c, d: (core.trained_awd(c, d), lm_corpus(c.corpus, c.data_path)),
+    pilm.PILMExp: lambda c, d: (pilm.plain_lm(pilm.trained_pilm(c, d)), lm_corpus(c.corpus, c.data_path)),
+    snb.SNBExp: lambda c, d: (snb.trained_lm(c, d), snb.lm_corpus(c.corpus, c.data_path, c.synth)),   # its corpora (synthetic ones too)
+    sa.ShortAttnExp: lambda c, d: (sa.trained_lm(c, d), sa.sa_corpus(c.corpus, c.data_path)),
+    skip.PTBExp: lambda c, d: (skip.trained_ptb(c, d, len(lm_corpus(c.corpus, c.data_path).vocab)), lm_corpus(c.corpus, c.data_path))}
+
+def load_lm(cfg, run_dir) -> tuple[nn.Module, object]:
+    "The trained LM of a finished run of any family (by the type of its config `cfg`) and the corpus it was trained on."
+    if type(cfg) not in LOADERS: raise TypeError(f'no loader for a {type(cfg).__name__} run: add one to LOADERS ({", ".join(t.__name__ for t in LOADERS)})')
+    return LOADERS[type(cfg)](cfg, run_dir)
 
 # %% ../nbs/20_context_probe.ipynb #81aef518
 @dataclass
 class ProbeExp:
-    "The probe of one trained core LM (and, with `cache_grid`, of the neural cache on top of it)."
-    lm: core.AWDExp = field(default_factory=core.AWDExp)   # the trained run's config
+    "The probe of one trained LM (and, with `cache_grid`, of the neural cache on top of it: core LMs only)."
+    lm: object = field(default_factory=core.AWDExp)   # the trained run's config (a type of `LOADERS`)
     lm_run: str = ''                   # its folder in `lm_paper`'s runs folder
     lm_paper: str = 'awd_lstm'
     probe: ProbeConfig = field(default_factory=ProbeConfig)
@@ -213,8 +231,8 @@ class ProbeExp:
 # %% ../nbs/20_context_probe.ipynb #b16e3dcf
 def run_probe(cfg: ProbeExp, seed: int, ctx: RunContext) -> dict:
     "Probe curves, effective context, order-sensitive span, copy gain and perplexity on validation (and the same with a cache)."
-    c = lm_corpus(cfg.lm.corpus, cfg.lm.data_path)
-    model = core.trained_awd(cfg.lm, ctx.dir.parent.parent.parent/cfg.lm_paper/'runs'/cfg.lm_run).to(ctx.device)
+    model, c = load_lm(cfg.lm, ctx.dir.parent.parent.parent/cfg.lm_paper/'runs'/cfg.lm_run)
+    model = model.to(ctx.device)
     cache = None
     out = dict(params=sum(p.numel() for p in model.parameters()))
     if cfg.cache_grid:
@@ -229,15 +247,48 @@ def run_probe(cfg: ProbeExp, seed: int, ctx: RunContext) -> dict:
     return out | dict(curves=r['curves'], ref_nll=r['ref_nll'], n=r['n'], effective_context=r['effective_context'], order_span=r['order_span'],
                       copy_gain=cg['copy_gain'], copy_n=cg['n'], valid_ppl=math.exp(r['ref_nll']['all']) if cfg.probe.n_targets else None)
 
+# %% ../nbs/20_context_probe.ipynb #149f82c7
+FAMILIES = {   # label: (paper, part of its plan, run name): each family's first seed
+    'pilm': ('phrase_induction', 'table1', 'full'),            # AWD-LSTM trained with phrase induction
+    'snb': ('span_buffer', 'lm', 'awd_snb'),                   # AWD-LSTM + span buffer (the chosen reward reading)
+    'sa_lstm': ('short_attention', 'table1', 'lstm'),          # short attention's plain LSTM and its four memories
+    'sa_attention': ('short_attention', 'table1', 'attention_L10'),
+    'sa_kv': ('short_attention', 'table1', 'kv_L10'),
+    'sa_kvp': ('short_attention', 'table1', 'kvp_L10'),
+    'sa_ngram': ('short_attention', 'table1', 'ngram4'),
+    'skip': ('dynamic_skip', 'ptb', 'ptb_dynamic')}            # the LSTM with dynamic skip connections
+
+def family_lms(scale: str, seed: int, data_path: str | None = None) -> dict[str, Spec]:
+    "Each family's LM run at `scale` and `seed`, as its paper's plan lists it (borrowed: it lives in that paper's runs folder)."
+    plans, out = {}, {}
+    for label, (paper, part, name) in FAMILIES.items():
+        if paper not in plans: plans[paper] = importlib.import_module(f'memlm.{paper}').make_plan(scale, [seed], data_path)
+        hit = [s for s in plans[paper].parts.get(part, []) if s.name == name and s.seed == seed]
+        if hit: out[label] = borrow(hit[0], paper, label)
+    return out
+
+# %% ../nbs/20_context_probe.ipynb #90e8b96e
+def lm_weights(lm: Spec, scale: str) -> tuple[str, str]:
+    "('kept' | 'missing' | 'untrained', the command that makes the probe possible) for a borrowed LM run `lm`."
+    d = runs_dir(lm.home, scale)/lm.folder
+    rec = load_record(d) if (d/'record.json').exists() else None
+    if rec is None or rec['status'] != 'done':
+        return 'untrained', f"make runs PAPER=context_probe SCALE={scale} RUNS='probe_{lm.label or lm.name}:{lm.seed}'"
+    if any(ckpt_home(d).glob('*/weights.fp16.pt')) or any(ckpt_home(d).glob('*/best.pt')): return 'kept', ''
+    return 'missing', f"make runs PAPER={lm.home} SCALE={scale} RUNS='{lm.name}:{lm.seed}' RERUN=1   # then the probe"
+
 # %% ../nbs/20_context_probe.ipynb #60766f7c
 def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Plan:
-    "One probe per core LM seed, and the cached probe of seed 0."
+    "One probe per core LM seed, the cached probe of seed 0, and one probe per family whose weights can be read here (or trained)."
     cp = core.make_plan(scale, seeds, data_path)
     pc = pick(scale, smoke=ProbeConfig(window=20, ds=(5, 20, 50), n_targets=60, batch_size=30), default=ProbeConfig())
     lms = [borrow(s, 'awd_lstm', 'core') for s in cp.parts['lm']]
-    base = lambda s: ProbeExp(lm=s.cfg, lm_run=s.folder, probe=pc)
+    base = lambda s: ProbeExp(lm=s.cfg, lm_run=s.folder, lm_paper=s.home, probe=pc)
+    fams = [(k, s) for k, s in family_lms(scale, seeds[0], data_path).items()
+            if scale == 'smoke' or lm_weights(s, scale)[0] != 'missing']   # smoke retrains every run anyway
     return Plan('context_probe', scale, {
         'core': [Spec(run_probe, base(s), s.seed, name='probe_core', data_id=s.data_id, needs=(s,)) for s in lms],
         'cache': [Spec(run_probe, replace(base(lms[0]), cache_grid=pick(scale, smoke=((1., 0.1), (1., 0.3)), default=CACHE_GRID),
                                         tune_tokens=pick(scale, smoke=300, default=10_000)), lms[0].seed, name='probe_cache',
-                       data_id=lms[0].data_id, needs=(lms[0],))]})
+                       data_id=lms[0].data_id, needs=(lms[0],))],
+        'families': [Spec(run_probe, base(s), s.seed, name=f'probe_{k}', data_id=s.data_id, needs=(s,)) for k, s in fams]})

@@ -17,10 +17,10 @@ __all__ = ['LAYERS', 'NUMBER_ROWS', 'AUTHORS_RL', 'PREPOSITIONS', 'GLOVE_URL', '
            'leave_one_out', 'returns', 'reinforce_loss', 'Reinforce', 'LSTMLayer', 'make_layer', 'SeqClassifier',
            'pad_crop', 'classifier_reward', 'lm_reward', 'ner_reward', 'grad_norms_over_time', 'NumberExp',
            'number_data', 'classify_eval', 'number_model', 'train_number', 'trained_number', 'Fig4Exp',
-           'fig4_grad_norms', 'PTBExp', 'ptb_model', 'train_ptb', 'skip_arcs', 'Fig6Exp', 'fig6_skips', 'NERExp',
-           'load_glove', 'conll_data', 'sgd_momentum', 'train_ner', 'choose_ner_epochs', 'IMDBExp', 'imdb_root',
-           'imdb_data', 'imdb_splits', 'train_imdb', 'ThroughputExp', 'skip_throughput', 'DynamicSkipScale',
-           'missing_data', 'make_plan']
+           'fig4_grad_norms', 'PTBExp', 'ptb_model', 'train_ptb', 'trained_ptb', 'skip_arcs', 'Fig6Exp', 'fig6_skips',
+           'NERExp', 'load_glove', 'conll_data', 'sgd_momentum', 'train_ner', 'choose_ner_epochs', 'IMDBExp',
+           'imdb_root', 'imdb_data', 'imdb_splits', 'train_imdb', 'ThroughputExp', 'skip_throughput',
+           'DynamicSkipScale', 'missing_data', 'make_plan']
 
 # %% ../nbs/14_dynamic_skip.ipynb #63611d90
 class RingBuffer:
@@ -443,7 +443,7 @@ from .train import TrainConfig, load_model
 from .tasks import BatchTask, LMTask
 from .evaluate import evaluate
 from .tagging import NERTagger, ner_vocabs, ner_collate, ner_f1
-from .experiment import Spec, RunContext, data_identity, best_checkpoint
+from .experiment import Spec, RunContext, data_identity, best_checkpoint, final_weights
 from .plan import Plan
 from .registry import check_scale
 
@@ -594,6 +594,11 @@ def train_ptb(cfg: PTBExp, seed: int, ctx: RunContext) -> dict:
     return dict(val_ppl=val['ppl'], test_ppl=test['ppl'], epochs=len(hist), train_time_s=sum(h['time_s'] for h in hist),
                 params=sum(p.numel() for p in model.parameters()))
 
+# %% ../nbs/14_dynamic_skip.ipynb #518884cc
+def trained_ptb(cfg: PTBExp, run_dir, vocab_size: int) -> LSTMLM:
+    "The model a finished `train_ptb` run left (its kept weights, else its best checkpoint), loaded from its folder."
+    return final_weights(run_dir, ptb_model(cfg, vocab_size))
+
 # %% ../nbs/14_dynamic_skip.ipynb #4d469013
 PREPOSITIONS = frozenset({'of', 'in', 'on', 'to', 'for', 'with', 'at', 'from', 'by', 'about', 'into', 'than', 'over', 'under', 'upon'})
 
@@ -618,8 +623,7 @@ class Fig6Exp:
 def fig6_skips(cfg: Fig6Exp, seed: int, ctx: RunContext) -> dict:
     "Shares of each skip over all words (`all/skip<k>`) and after prepositions, and the example windows."
     corpus = lm_corpus(cfg.lm.corpus, cfg.lm.data_path)
-    path = best_checkpoint(ctx.dir.parent/cfg.lm_run, 'train')
-    model = load_model(path, ptb_model(cfg.lm, len(corpus.vocab))).to(ctx.device)
+    model = trained_ptb(cfg.lm, ctx.dir.parent/cfg.lm_run, len(corpus.vocab)).to(ctx.device)
     acts, examples, words = skip_arcs(model, corpus.valid, corpus.vocab.itos, cfg.n_tokens, cfg.width, cfg.n_examples)
     prep = torch.tensor([w in PREPOSITIONS for w in words])
     out = {f'all/skip{k}': (acts == k).float().mean().item() for k in range(1, cfg.lm.K + 1)}

@@ -293,10 +293,10 @@ from pathlib import Path
 from .corpora import lm_corpus
 from .models import AWDLSTM, AWDLSTMConfig
 from .speed import EvalStep, LMStep, throughput
-from .train import TrainConfig, load_model
+from .train import TrainConfig
 from .tasks import LMTask
 from .evaluate import evaluate
-from .experiment import Spec, borrow, RunContext, data_identity, best_checkpoint
+from .experiment import Spec, borrow, RunContext, data_identity, final_weights
 from .plan import Plan, paired_diff
 import memlm.awd_lstm as core
 
@@ -352,9 +352,8 @@ def train_pilm(cfg: PILMExp, seed: int, ctx: RunContext) -> dict:
 
 # %% ../nbs/11_phrase_induction.ipynb #8bf7e4df
 def trained_pilm(cfg: PILMExp, run_dir) -> nn.Module:
-    "The model a finished `train_pilm` run left (its last stage's best weights), loaded from its folder."
-    path = best_checkpoint(run_dir, ('finetune' if cfg.finetune_epochs else 'train'))
-    return load_model(path, build_pilm(cfg))
+    "The model a finished `train_pilm` run left (its last stage's kept weights, else its best checkpoint), loaded from its folder."
+    return final_weights(run_dir, build_pilm(cfg), 'finetune' if cfg.finetune_epochs else 'train')
 
 # %% ../nbs/11_phrase_induction.ipynb #82bc90f9
 FIG_SENTENCES = ('united canceled the morning flights to houston',

@@ -19,9 +19,9 @@ from .corpora import read_cbt
 __all__ = ['KINDS', 'LR_CHECK', 'CPU_LR', 'SCALES', 'PARTS', 'ATTENTIVE', 'WINDOWS', 'NGRAMS', 'LONG_KINDS', 'ShortAttnConfig',
            'windows', 'past_mask', 'WindowAttention', 'NGramHead', 'ShortAttentionLM', 'AttentionProfile',
            'count_params', 'match_hidden_size', 'matched_configs', 'compare_throughput', 'expand_hidden', 'cbt_scores',
-           'cbt_accuracy', 'cbt_lm_corpus', 'sa_corpus', 'ShortAttnExp', 'train_lm', 'ThroughputExp', 'SettingCostExp',
-           'setting_costs', 'measure_throughput', 'CBTExp', 'cbt_corpus', 'train_cbt', 'ShortAttnScale', 'run_name',
-           'lm_base', 'matched', 'wide_controls', 'make_plan']
+           'cbt_accuracy', 'cbt_lm_corpus', 'sa_corpus', 'ShortAttnExp', 'train_lm', 'trained_lm', 'ThroughputExp',
+           'SettingCostExp', 'setting_costs', 'measure_throughput', 'CBTExp', 'cbt_corpus', 'train_cbt',
+           'ShortAttnScale', 'run_name', 'lm_base', 'matched', 'wide_controls', 'make_plan']
 
 # %% ../nbs/12_short_attention.ipynb #57b9e739
 KINDS = ('lstm', 'attention', 'kv', 'kvp', 'ngram')  # the five models of Table 1
@@ -327,7 +327,7 @@ from .corpora import synthetic_corpus
 from .train import TrainConfig
 from .tasks import LMTask
 from .evaluate import evaluate
-from .experiment import Spec, RunContext, data_identity
+from .experiment import Spec, RunContext, data_identity, final_weights
 from .plan import Plan
 
 # %% ../nbs/12_short_attention.ipynb #20bb9787
@@ -368,6 +368,11 @@ def train_lm(cfg: ShortAttnExp, seed: int, ctx: RunContext) -> dict:
              train_tokens_per_s=statistics.mean(h['items_per_s'] for h in hist))
     if attentive: m.update(attn_profile=prof.mean.tolist(), attn_last5=prof.last(5))
     return m
+
+# %% ../nbs/12_short_attention.ipynb #7de0b90b
+def trained_lm(cfg: ShortAttnExp, run_dir) -> ShortAttentionLM:
+    "The model a finished `train_lm` run left (its kept weights, else its best checkpoint), loaded from its folder."
+    return final_weights(run_dir, ShortAttentionLM(cfg.model))
 
 # %% ../nbs/12_short_attention.ipynb #ac7eccc9
 @dataclass

@@ -414,9 +414,9 @@ from .data import batchify, load_corpus
 from .corpora import recall_corpus, synthetic_corpus
 from .models import detach
 from .speed import LMStep, throughput
-from .train import TrainConfig, load_model
+from .train import TrainConfig
 from .evaluate import DynEvalConfig, dynamic_evaluate, evaluate, gradient_stats
-from .experiment import Spec, borrow, RunContext, data_identity, best_checkpoint
+from .experiment import Spec, borrow, RunContext, data_identity, final_weights
 from .plan import Plan
 import memlm.awd_lstm as core
 
@@ -512,9 +512,8 @@ def train_lm(cfg: SNBExp, seed: int, ctx: RunContext) -> dict:
 
 # %% ../nbs/10_span_buffer.ipynb #04e5cfa3
 def trained_lm(cfg: SNBExp, run_dir) -> nn.Module:
-    "The model a finished `train_lm` run left (its last stage's best weights), loaded from its folder."
-    path = best_checkpoint(run_dir, ('finetune' if cfg.finetune_epochs else 'train'))
-    return load_model(path, build_lm(cfg))
+    "The model a finished `train_lm` run left (its last stage's kept weights, else its best checkpoint), loaded from its folder."
+    return final_weights(run_dir, build_lm(cfg), 'finetune' if cfg.finetune_epochs else 'train')
 
 # %% ../nbs/10_span_buffer.ipynb #c1095ec6
 @dataclass
