@@ -11,7 +11,7 @@ from .registry import SCALES
 
 # %% auto #0
 __all__ = ['RUN_ITEM', 'EXECUTORS', 'papers', 'paper_parts', 'positive_int', 'time_limit', 'run_items', 'seed_list', 'choice',
-           'parser', 'execute_report', 'main', 'plan_folders', 'write_run_index']
+           'parser', 'execute_report', 'main', 'plan_folders', 'write_run_index', 'status_overview']
 
 # %% ../nbs/08_cli.ipynb #48495121
 def papers() -> list[str]:
@@ -71,8 +71,9 @@ EXECUTORS = ('process', 'local', 'slurm')   # process: this machine's worker poo
 def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog='python -m memlm.cli', description='Run, check and report memlm plans.')
     sub = ap.add_subparsers(dest='cmd', required=True)
-    def common(p, seeds=True):
-        p.add_argument('--paper', required=True, type=choice(papers(), 'paper'))
+    def common(p, seeds=True, all_papers=False):
+        if all_papers: p.add_argument('--paper', default='', type=choice(['', *papers()], 'paper'), help='one paper (default: every paper, a line each)')
+        else: p.add_argument('--paper', required=True, type=choice(papers(), 'paper'))
         p.add_argument('--scale', default='smoke', type=choice(SCALES, 'scale'))
         p.add_argument('--data', default='', help='folder with the corpora (default: $MEMLM_DATA, else data/)')
         if seeds: p.add_argument('--seeds', default=[0, 1, 2], type=seed_list, help="the plan's seeds (default 0,1,2: what the notebooks read)")
@@ -83,8 +84,8 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument('--time-limit', default=None, type=time_limit)
     r.add_argument('--executor', default='process', type=choice(EXECUTORS, 'executor'))
     r.add_argument('--rerun', action='store_true', help='train the named runs again even where a record exists (their weights are elsewhere)')
-    s = sub.add_parser('status', help="what a paper's plan has done and has left")
-    common(s)
+    s = sub.add_parser('status', help="what a paper's plan has done and has left (no paper: every paper, a line each)")
+    common(s, all_papers=True)
     c = sub.add_parser('check', help="check make reproduce's arguments and write papermill's parameters")
     c.add_argument('--scale', default='smoke', type=choice(SCALES, 'scale'))
     c.add_argument('--papers', default='', help='space-separated papers (default: all)')
@@ -147,7 +148,8 @@ def main(argv=None) -> int:
         except ValueError as e: raise SystemExit(f'error: {e}') from None
         res = X.run_named(a.paper, a.scale, a.runs, workers=a.workers, time_limit_s=a.time_limit, data_path=data, seeds=a.seeds, executor=a.executor, rerun=a.rerun)
         return 0 if not res.corrupt else 1
-    if a.cmd == 'status': print(X.plan_status(a.paper, a.scale, a.seeds, data_path=data)); return 0
+    if a.cmd == 'status':
+        print(X.plan_status(a.paper, a.scale, a.seeds, data_path=data) if a.paper else status_overview(a.scale, a.seeds, data)); return 0
     if a.cmd == 'check': _check_reproduce(a); return 0
     if a.cmd == 'index': print(write_run_index()); return 0
     if a.cmd == 'campaign':
@@ -183,6 +185,21 @@ def write_run_index(path: Path | None = None) -> str:
     idx = plan_folders(data_path=os.environ.get('MEMLM_DATA'))
     path.write_text(json.dumps(idx, indent=1, sort_keys=True) + '\n')
     return f'{path}: {sum(map(len, idx.values()))} runs in {len(idx)} plans'
+
+# %% ../nbs/08_cli.ipynb #8356ac78
+def status_overview(scale: str, seeds=(0, 1, 2), data_path: str | None = None, paper_list=None) -> str:
+    "A line per paper: its plan's runs at `scale` by status, and the estimated hours left (a markdown table)."
+    from memlm.plan import paper_plan
+    from memlm.registry import markdown_table
+    rows = []
+    for p in paper_list or papers():
+        st = paper_plan(p, scale, list(seeds), data_path).status_rows()
+        left = [r for r in st if r['status'] != 'done']
+        count = lambda f: sum(f(r['status']) for r in st)
+        rows.append(dict(paper=p, runs=len(st), done=count(lambda s: s == 'done'), running=count(lambda s: s.startswith('running')),
+                         interrupted=count(lambda s: s.startswith('interrupted') or s == 'incomplete'), not_started=count(lambda s: s == 'not started'),
+                         est_h_left=round(sum(r['est_h'] or 0 for r in left), 1), without_estimate=sum(not r['est_h'] for r in left)))
+    return markdown_table(rows, list(rows[0])) + f"\n({scale} scale; `make status PAPER=<paper> SCALE={scale}` lists a paper's runs)"
 
 # %% ../nbs/08_cli.ipynb #dc6d1320
 #| eval: false
