@@ -58,7 +58,7 @@ export SCALE PAPERS PAPER PARTS RUNS WORKERS TIME_LIMIT SEEDS EXECUTOR RERUN MEM
 help:
 	@echo "make reproduce [SCALE=smoke|cpu|gpu|paper] [PAPERS='...'] [PARTS=a,b] [WORKERS=n] [TIME_LIMIT=s] [MEMLM_DATA=dir] [USE_SYSTEM_TORCH=1]"
 	@echo "make runs PAPER=<paper> RUNS='name:seed ...' [SCALE=...] [WORKERS=n] [TIME_LIMIT=s] [SEEDS=0,1,2] [EXECUTOR=process|local|slurm] [RERUN=1] [MEMLM_DATA=dir]"
-	@echo "make status PAPER=<paper> [SCALE=...] [SEEDS=0,1,2] [MEMLM_DATA=dir]  # what a campaign has done and has left"
+	@echo "make status [PAPER=<paper>] [SCALE=...] [SEEDS=0,1,2] [MEMLM_DATA=dir]  # what a campaign has done and has left (no PAPER: a line per paper)"
 	@echo "make test | make lint | make gpu-check"
 	@echo "make summary    # README, RESULTS.md and the forest plots from the records and claims"
 	@echo "make clean-runs # remove runs/ (smoke executions, papermill logs)"
