@@ -11,12 +11,13 @@ from torch import Tensor
 from torch import nn
 from .models import eval_mode, detach, AWDLSTM, LSTMLM
 from .speed import FusedLSTMLM
+from .short_attention import ShortAttentionLM
 from .evaluate import lm_windows, model_device
 
 # %% auto #0
-__all__ = ['FUNCTION_WORDS', 'PARTS', 'CACHE_GRID', 'LOADERS', 'FAMILIES', 'ProbeConfig', 'token_nll', 'sample_targets',
-           'perturb', 'last_step_head', 'window_nll', 'word_classes', 'probe', 'copy_gain', 'cache_nll', 'cache_ppl',
-           'load_lm', 'ProbeExp', 'run_probe', 'family_lms', 'lm_weights', 'make_plan']
+__all__ = ['FUNCTION_WORDS', 'STEP_HEADS', 'PARTS', 'CACHE_GRID', 'LOADERS', 'FAMILIES', 'ProbeConfig', 'token_nll',
+           'sample_targets', 'perturb', 'last_step_head', 'window_nll', 'word_classes', 'probe', 'copy_gain',
+           'cache_nll', 'cache_ppl', 'load_lm', 'ProbeExp', 'run_probe', 'family_lms', 'lm_weights', 'make_plan']
 
 # %% ../nbs/20_context_probe.ipynb #43610ede
 @dataclass
@@ -73,16 +74,19 @@ class _LastStep(nn.Module):
     def __init__(self, head: nn.Module): super().__init__(); self.inner = head
     def forward(self, h: Tensor) -> Tensor: return self.inner(h[-1:])
 
+STEP_HEADS = {AWDLSTM: 'head', LSTMLM: 'head', FusedLSTMLM: 'head',   # model type -> its output layer that reads each step alone
+              ShortAttentionLM: 'decoder'}                            # (short attention's windowed head mixes steps; its decoder does not)
+
 @contextlib.contextmanager
 def last_step_head(model):
-    """Within the block, a core LM (`AWDLSTM`, `LSTMLM`, `FusedLSTMLM`: their head reads each step alone) decodes only the last
-    time step, so `logp` is `[1, B, V]`: the probe needs one prediction per window, not a softmax at all 300 positions. Other
-    models (heads that mix steps, buffers) are left as they are."""
-    if type(model) not in (AWDLSTM, LSTMLM, FusedLSTMLM): yield; return
-    head = model.head
-    model.head = _LastStep(head)
+    """Within the block, a model of `STEP_HEADS` decodes only the last time step, so `logp` is `[1, B, V]`: the probe needs one
+    prediction per window, not a softmax at all 300 positions. Other models (heads that mix steps, buffers) are left as they are."""
+    name = STEP_HEADS.get(type(model))
+    if name is None: yield; return
+    head = getattr(model, name)
+    setattr(model, name, _LastStep(head))
     try: yield
-    finally: model.head = head
+    finally: setattr(model, name, head)
 
 # %% ../nbs/20_context_probe.ipynb #8b9f6a4b
 @torch.no_grad()
