@@ -129,7 +129,7 @@ def summary_rows(scales=('paper', 'gpu', 'cpu')) -> list[dict]:
         why = '; '.join(x for x in (r['why'], r['note']) if x)
         out.append(dict(paper=r['paper'], claim=r['claim'], test=f"{r['kind']} {r['expect']}".strip() + (f" (n={r['n_declared']})" if r['n_declared'] else ''),
                         paper_value=_fmt(r['paper_value']) if r['paper_value'] is not None else '–', ours=ours or '–',
-                        ci=_fmt_ci(r['ci']), verdict=r['verdict'], seeds_needed=r['seeds_needed'] if r['verdict'] == 'inconclusive' else None,
+                        ci=_fmt_ci(r['ci']), verdict=r['verdict'], seeds_needed=r['seeds_needed'] if r['verdict'] == 'inconclusive' and not r['powered'] else None,
                         why=why, commit=r['commit'], scale=r['scale']))
     return out
 
@@ -162,7 +162,8 @@ def claim_line(r: dict) -> str:
     paper = f"paper {_fmt(r['paper_value'])}, " if r['paper_value'] is not None else ''
     if r['value'] is None: return f"{r['claim']}: {paper}**not run**"
     ci = f" (95 % CI {_fmt_ci(r['ci'])})" if r['ci'] else ''
-    need = f", about {r['seeds_needed']} seeds would decide it" if r['verdict'] == 'inconclusive' and r['seeds_needed'] else ''
+    need = '' if r['verdict'] != 'inconclusive' or not r['seeds_needed'] else \
+        (f", though {r['seeds_needed']} seeds had the power for the paper's effect" if r.get('powered') else f", about {r['seeds_needed']} seeds would decide it")
     where = r['scale'] + ' scale' + (', partial' if r.get('partial') else '') + (f", n={r['n']}" if r['n'] else ', one run')
     return f"{r['claim']}: {paper}ours {_fmt(r['value'])}{ci} at {where}: **{r['verdict']}**{need}"
 
@@ -217,7 +218,7 @@ def write_results(path: Path | None = None, figs: Path | None = None, papers: li
             why = '; '.join(x for x in (r['why'], r['note'] if r['note'] != common.get(r['scale']) else '') if x)
             table.append({'claim': r['claim'], 'test': f"{r['kind']} {r['expect']}".strip() + (f" (n={r['n_declared']})" if r['n_declared'] else ''),
                           'paper': _fmt(r['paper_value']) if r['paper_value'] is not None else '–', 'ours': ours, '95% CI': _fmt_ci(r['ci']),
-                          'verdict': r['verdict'], 'seeds needed': r['seeds_needed'] if r['verdict'] == 'inconclusive' else None, 'why': why,
+                          'verdict': r['verdict'], 'seeds needed': r['seeds_needed'] if r['verdict'] == 'inconclusive' and not r['powered'] else None, 'why': why,
                           'record': f"[{r['result']}]({rec.relative_to(path.parent)})" if rec and rec.exists() else ''})
         out.append('\n' + markdown_table(table))
     md = '\n'.join(out)

@@ -123,7 +123,7 @@ def decide(claims: list[dict], alpha: float = ALPHA) -> list[dict]:
     out, ps = [], []
     for c in claims:
         t, v, sd, n, nd = c['test'], c.get('value'), c.get('sd'), c.get('n') or 1, c.get('n_declared')
-        r = dict(verdict=None, ci=None, p=None, why='', seeds_needed=None, ratio=None)
+        r = dict(verdict=None, ci=None, p=None, why='', seeds_needed=None, ratio=None, powered=False)
         if t.kind == 'absolute' and c.get('paper') is not None: t = Test('equivalence', band=tuple(sorted((c['paper'] * (1 - t.tol), c['paper'] * (1 + t.tol)))))\
             if c.get('scale') == 'paper' else t
         if v is None: r['verdict'] = 'not run'
@@ -140,12 +140,18 @@ def decide(claims: list[dict], alpha: float = ALPHA) -> list[dict]:
             else: r['p'], r['_would'] = decision(t, v, sd, n)
             delta = (ref if t.kind == 'effect' else (v - ref if ref is not None else None)) if ref is not None else v
             r['seeds_needed'] = seeds_needed(delta, sd) if sd else None
+            r['powered'] = bool(r['seeds_needed'] and n >= r['seeds_needed'])    # these n had 80 % power for the paper's effect
+            r['_excl'] = t.kind == 'effect' and c.get('paper') is not None and r['ci'] is not None and not r['ci'][0] <= c['paper'] <= r['ci'][1]
         ps.append(r['p']); out.append(r)
     for r, ok in zip(out, holm(ps, alpha)):
-        would = r.pop('_would', None)
+        would, excl = r.pop('_would', None), r.pop('_excl', False)
         if r['p'] is None: continue
         r['verdict'] = would if ok else 'inconclusive'
-        if not ok: r['why'] = f"p = {r['p']:.2g} does not pass Holm's α" + (f"; about {r['seeds_needed']} seeds would decide the paper's effect" if r['seeds_needed'] else '')
+        if ok: continue
+        r['why'] = f"p = {r['p']:.2g} does not pass Holm's α"
+        if r['powered']: r['why'] += f"; {r['seeds_needed']} seeds would have 80 % power for the paper's effect, and these have more"
+        elif r['seeds_needed']: r['why'] += f"; about {r['seeds_needed']} seeds would decide the paper's effect"
+        if excl: r['why'] += "; the interval excludes the paper's effect: ours is smaller"
     return out
 
 def family_note(verdicts: list[dict], alpha: float = ALPHA) -> str:
