@@ -203,6 +203,7 @@ import memlm.phrase_induction as pilm
 import memlm.span_buffer as snb
 import memlm.short_attention as sa
 import memlm.dynamic_skip as skip
+import memlm.meta_dynamic as meta
 
 PARTS = ('core', 'cache', 'families')
 CACHE_GRID = tuple((t, l) for t in (0.1, 0.3, 1.0) for l in (0.05, 0.1, 0.2))   # (theta, lam) tried on a validation prefix
@@ -213,7 +214,8 @@ LOADERS = {   # config type of the LM's run -> (its trained model from its run f
     pilm.PILMExp: lambda c, d: (pilm.plain_lm(pilm.trained_pilm(c, d)), lm_corpus(c.corpus, c.data_path)),
     snb.SNBExp: lambda c, d: (snb.trained_lm(c, d), snb.lm_corpus(c.corpus, c.data_path, c.synth)),   # its corpora (synthetic ones too)
     sa.ShortAttnExp: lambda c, d: (sa.trained_lm(c, d), sa.sa_corpus(c.corpus, c.data_path)),
-    skip.PTBExp: lambda c, d: (skip.trained_ptb(c, d, len(lm_corpus(c.corpus, c.data_path).vocab)), lm_corpus(c.corpus, c.data_path))}
+    skip.PTBExp: lambda c, d: (skip.trained_ptb(c, d, len(lm_corpus(c.corpus, c.data_path).vocab)), lm_corpus(c.corpus, c.data_path)),
+    meta.LMExp: lambda c, d: (meta.trained_lm(c, d), meta.full_corpus(c.corpus))}   # the core AWD-LSTM on WikiText-2
 
 def load_lm(cfg, run_dir) -> tuple[nn.Module, object]:
     "The trained LM of a finished run of any family (by the type of its config `cfg`) and the corpus it was trained on."
@@ -260,7 +262,8 @@ FAMILIES = {   # label: (paper, part of its plan, run name): each family's first
     'sa_kv': ('short_attention', 'table1', 'kv_L10'),
     'sa_kvp': ('short_attention', 'table1', 'kvp_L10'),
     'sa_ngram': ('short_attention', 'table1', 'ngram4'),
-    'skip': ('dynamic_skip', 'ptb', 'ptb_dynamic')}            # the LSTM with dynamic skip connections
+    'skip': ('dynamic_skip', 'ptb', 'ptb_dynamic'),            # the LSTM with dynamic skip connections
+    'core_wt2': ('meta_dynamic', 'wt2', 'wt2_lm')}            # the core AWD-LSTM on WikiText-2 (the meta-learner's LM)
 
 def family_lms(scale: str, seed: int, data_path: str | None = None) -> dict[str, Spec]:
     "Each family's LM run at `scale` and `seed`, as its paper's plan lists it (borrowed: it lives in that paper's runs folder)."

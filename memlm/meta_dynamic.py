@@ -18,9 +18,10 @@ __all__ = ['BUCKET', 'FEATURES', 'GATES', 'METHODS', 'ADAM', 'AWD_SGD', 'SCALES'
            'meta_constants', 'MetaConfig', 'MetaLearner', 'meta_update', 'no_update', 'recording', 'fisher_diagonal',
            'MetaTrainConfig', 'saved_bytes', 'unroll_plain', 'unroll_checkpointed', 'rotate_stream', 'meta_train',
            'curve_stop', 'tune_dyneval', 'peak_rss_mb', 'segment_starts', 'article_effects', 'smooth', 'CorpusExp',
-           'corpus_splits', 'LMExp', 'train_lm', 'CoreLMExp', 'core_lm', 'LMRef', 'load_lm', 'PrepExp', 'prepare',
-           'MethodExp', 'run_method', 'SpeedExp', 'eval_speed', 'MetaDynScale', 'wt2_lm_config', 'method_specs',
-           'choose_budget', 'learning_specs', 'make_plan', 'learning_summary', 'comparison']
+           'corpus_splits', 'LMExp', 'train_lm', 'trained_lm', 'full_corpus', 'CoreLMExp', 'core_lm', 'LMRef',
+           'load_lm', 'PrepExp', 'prepare', 'MethodExp', 'run_method', 'SpeedExp', 'eval_speed', 'MetaDynScale',
+           'wt2_lm_config', 'method_specs', 'choose_budget', 'learning_specs', 'make_plan', 'learning_summary',
+           'comparison']
 
 # %% ../nbs/13_meta_dynamic.ipynb #1d7361ff
 BUCKET = 1 << 21   # coordinates per bucket: on a CPU, allocations above ~8 MB cost several times more per element
@@ -484,7 +485,7 @@ from .models import AWDLSTM, AWDLSTMConfig
 from .train import TrainConfig, load_model
 from .tasks import LMTask
 from .evaluate import evaluate, dyneval_state, rms_update, sgd_update
-from .experiment import Spec, RunContext, data_identity, runs_dir, best_checkpoint, ckpt_home
+from .experiment import Spec, RunContext, data_identity, runs_dir, best_checkpoint, ckpt_home, final_weights
 from .plan import Plan, mean_sd, row_metrics
 import memlm.awd_lstm as awd
 
@@ -539,6 +540,15 @@ def train_lm(cfg: LMExp, seed: int, ctx: RunContext) -> dict:
     val = evaluate(model, sp['valid'][0], batch_size=10, bptt=70)
     return dict(val_ppl=val['ppl'], epochs=len(hist), params=sum(p.numel() for p in model.parameters()),
                 train_tokens=len(sp['train'][0]), sec_per_epoch=sum(h['time_s'] for h in hist) / len(hist))
+
+# %% ../nbs/13_meta_dynamic.ipynb #0fcb6b98
+def trained_lm(cfg: LMExp, run_dir) -> AWDLSTM:
+    "The LM a finished `train_lm` run left (its kept weights, else its best checkpoint), loaded from its folder."
+    return final_weights(run_dir, AWDLSTM(cfg.model), cfg.stage)
+
+def full_corpus(cfg: CorpusExp) -> Corpus:
+    "The whole corpus an LM of `cfg` reads (its vocabulary capped as `cfg` says), before any split is cut."
+    return _corpus(cfg.name, cfg.data_path, cfg.max_vocab)
 
 # %% ../nbs/13_meta_dynamic.ipynb #e459e55c
 @dataclass
