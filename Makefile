@@ -36,7 +36,7 @@ VENV      ?= .venv
 BIN       := $(VENV)/bin
 SCALE     ?= smoke
 # Reproduction notebooks: the core's AWD-LSTM run (nbs/09_awd_lstm.ipynb) and one per paper, nbs/1N_<name>.ipynb.
-REPRO_NBS  := $(shell ls nbs/09_*.ipynb nbs/1[0-9]*_*.ipynb 2>/dev/null)
+REPRO_NBS  := $(shell ls nbs/09_*.ipynb nbs/1[0-9]_*.ipynb nbs/2[0-9]_*.ipynb 2>/dev/null)
 PAPERS    ?=
 PARTS     ?=
 WORKERS   ?= 1
@@ -85,7 +85,8 @@ reproduce: $(STAMP)
 	case "$$SCALE" in smoke) out=runs/smoke;; *) out="reports/$$SCALE";; esac; \
 	if [ -n "$$PARTS" ]; then out="$$out/partial"; fi; mkdir -p "$$out"; \
 	for p in $$papers; do \
-	  nb=$$(ls nbs/[01][0-9]*_$$p.ipynb | head -1); log="runs/$$SCALE-$$p.log"; \
+	  nb=$$(ls nbs/[0-9][0-9]_$$p.ipynb 2>/dev/null | head -1); log="runs/$$SCALE-$$p.log"; \
+	  [ -n "$$nb" ] || { echo "error: no notebook nbs/NN_$$p.ipynb for paper $$p" >&2; exit 1; }; \
 	  echo "== $$p ($$nb) at scale $$SCALE -> $$out"; \
 	  $(BIN)/python -m memlm.cli report --nb "$$nb" --out "$$out/$$(basename $$nb)" --params "runs/params-$$SCALE.yaml" \
 	    --failed "runs/$$SCALE-$$p.failed.ipynb" > "$$log" 2>&1 \
