@@ -149,7 +149,7 @@ def decide(claims: list[dict], alpha: float = ALPHA) -> list[dict]:
         r['verdict'] = would if ok else 'inconclusive'
         if ok: continue
         r['why'] = f"p = {r['p']:.2g} does not pass Holm's α"
-        if r['powered']: r['why'] += f"; {r['seeds_needed']} seeds would have 80 % power for the paper's effect, and these have more"
+        if r['powered']: r['why'] += f"; {r['seeds_needed']} seeds would already have 80 % power for the paper's effect (these are at least as many)"
         elif r['seeds_needed']: r['why'] += f"; about {r['seeds_needed']} seeds would decide the paper's effect"
         if excl: r['why'] += "; the interval excludes the paper's effect: ours is smaller"
     return out
