@@ -35,7 +35,7 @@ PYTHON    ?= python3
 VENV      ?= .venv
 BIN       := $(VENV)/bin
 SCALE     ?= smoke
-# Reproduction notebooks: the core's AWD-LSTM run (nbs/09_awd_lstm.ipynb) and one per paper, nbs/1N_<name>.ipynb.
+# Reproduction notebooks: the core's AWD-LSTM run (nbs/09_awd_lstm.ipynb), one per paper (nbs/1N_<name>.ipynb) and beyond (nbs/2N_).
 REPRO_NBS  := $(shell ls nbs/09_*.ipynb nbs/1[0-9]_*.ipynb nbs/2[0-9]_*.ipynb 2>/dev/null)
 PAPERS    ?=
 PARTS     ?=

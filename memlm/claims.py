@@ -98,6 +98,10 @@ def _fmt_ours(o: dict, where: str) -> str:
 
 def _fmt_ci(ci) -> str: return f'[{_fmt(ci[0])}, {_fmt(ci[1])}]' if ci else ''
 
+def _seeds_shown(r: dict) -> int | None:
+    "The seeds a table shows for an undecided claim: none where its seeds already had the power for the paper's effect (its why says so)."
+    return r['seeds_needed'] if r['verdict'] == 'inconclusive' and not r['powered'] else None
+
 # %% ../nbs/05b_claims.ipynb #bfcad848
 def claim_verdicts(paper: str | None = None, scales=('paper', 'gpu', 'cpu')) -> list[dict]:
     """One row per claim (of `paper`, or all): the paper's value, ours at the largest scale that has run, and the verdict of its
@@ -129,7 +133,7 @@ def summary_rows(scales=('paper', 'gpu', 'cpu')) -> list[dict]:
         why = '; '.join(x for x in (r['why'], r['note']) if x)
         out.append(dict(paper=r['paper'], claim=r['claim'], test=f"{r['kind']} {r['expect']}".strip() + (f" (n={r['n_declared']})" if r['n_declared'] else ''),
                         paper_value=_fmt(r['paper_value']) if r['paper_value'] is not None else '–', ours=ours or '–',
-                        ci=_fmt_ci(r['ci']), verdict=r['verdict'], seeds_needed=r['seeds_needed'] if r['verdict'] == 'inconclusive' and not r['powered'] else None,
+                        ci=_fmt_ci(r['ci']), verdict=r['verdict'], seeds_needed=_seeds_shown(r),
                         why=why, commit=r['commit'], scale=r['scale']))
     return out
 
@@ -218,7 +222,7 @@ def write_results(path: Path | None = None, figs: Path | None = None, papers: li
             why = '; '.join(x for x in (r['why'], r['note'] if r['note'] != common.get(r['scale']) else '') if x)
             table.append({'claim': r['claim'], 'test': f"{r['kind']} {r['expect']}".strip() + (f" (n={r['n_declared']})" if r['n_declared'] else ''),
                           'paper': _fmt(r['paper_value']) if r['paper_value'] is not None else '–', 'ours': ours, '95% CI': _fmt_ci(r['ci']),
-                          'verdict': r['verdict'], 'seeds needed': r['seeds_needed'] if r['verdict'] == 'inconclusive' and not r['powered'] else None, 'why': why,
+                          'verdict': r['verdict'], 'seeds needed': _seeds_shown(r), 'why': why,
                           'record': f"[{r['result']}]({rec.relative_to(path.parent)})" if rec and rec.exists() else ''})
         out.append('\n' + markdown_table(table))
     md = '\n'.join(out)

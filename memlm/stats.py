@@ -140,18 +140,21 @@ def decide(claims: list[dict], alpha: float = ALPHA) -> list[dict]:
             else: r['p'], r['_would'] = decision(t, v, sd, n)
             delta = (ref if t.kind == 'effect' else (v - ref if ref is not None else None)) if ref is not None else v
             r['seeds_needed'] = seeds_needed(delta, sd) if sd else None
-            r['powered'] = bool(r['seeds_needed'] and n >= r['seeds_needed'])    # these n had 80 % power for the paper's effect
-            r['_excl'] = t.kind == 'effect' and c.get('paper') is not None and r['ci'] is not None and not r['ci'][0] <= c['paper'] <= r['ci'][1]
+            if r['p'] is not None:                                                 # tested at its declared n
+                r['powered'] = bool(r['seeds_needed'] and n >= r['seeds_needed'])  # these n had 80 % power for the paper's effect
+                pv, (lo, hi) = c.get('paper'), r['ci']
+                if t.kind == 'effect' and pv is not None and not lo <= pv <= hi:   # the interval excludes the paper's effect
+                    r['_excl'] = 'smaller' if (pv > hi) == (pv > 0) else 'larger'
         ps.append(r['p']); out.append(r)
     for r, ok in zip(out, holm(ps, alpha)):
-        would, excl = r.pop('_would', None), r.pop('_excl', False)
+        would, excl = r.pop('_would', None), r.pop('_excl', None)
         if r['p'] is None: continue
         r['verdict'] = would if ok else 'inconclusive'
-        if ok: continue
+        if ok: r['powered'] = False; continue
         r['why'] = f"p = {r['p']:.2g} does not pass Holm's α"
         if r['powered']: r['why'] += f"; {r['seeds_needed']} seeds would already have 80 % power for the paper's effect (these are at least as many)"
         elif r['seeds_needed']: r['why'] += f"; about {r['seeds_needed']} seeds would decide the paper's effect"
-        if excl: r['why'] += "; the interval excludes the paper's effect: ours is smaller"
+        if excl: r['why'] += f"; the interval excludes the paper's effect: ours is {excl}"
     return out
 
 def family_note(verdicts: list[dict], alpha: float = ALPHA) -> str:
