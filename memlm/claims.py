@@ -166,7 +166,8 @@ def claim_line(r: dict) -> str:
     paper = f"paper {_fmt(r['paper_value'])}, " if r['paper_value'] is not None else ''
     if r['value'] is None: return f"{r['claim']}: {paper}**not run**"
     ci = f" (95 % CI {_fmt_ci(r['ci'])})" if r['ci'] else ''
-    need = '' if r['verdict'] != 'inconclusive' or not r['seeds_needed'] else \
+    short = r['verdict'] == 'inconclusive' and r.get('n_declared') and (r['n'] or 1) < r['n_declared']
+    need = f", its declared n={r['n_declared']} not yet reached" if short else '' if r['verdict'] != 'inconclusive' or not r['seeds_needed'] else \
         (f", though {r['seeds_needed']} seeds had the power for the paper's effect" if r.get('powered') else f", about {r['seeds_needed']} seeds would decide it")
     where = r['scale'] + ' scale' + (', partial' if r.get('partial') else '') + (f", n={r['n']}" if r['n'] else ', one run')
     return f"{r['claim']}: {paper}ours {_fmt(r['value'])}{ci} at {where}: **{r['verdict']}**{need}"
