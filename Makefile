@@ -140,10 +140,9 @@ lint: $(STAMP)
 	$(BIN)/ruff check memlm tests .ci
 	$(BIN)/python .ci/check_clean.py
 
-# the library from the notebooks: the stock nbdev_export, after writing afresh the modules a paper notebook exports
-# apart (<paper>_runs, <paper>_plan), to which nbdev appends (.ci/export.py)
+# the library from the notebooks: one module per notebook (its default_exp), so a stock nbdev_export is all it takes
 export: $(STAMP)
-	$(BIN)/python .ci/export.py
+	$(BIN)/nbdev_export
 
 lab: $(STAMP)
 	$(BIN)/jupyter lab --allow-root --notebook-dir=nbs

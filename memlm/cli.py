@@ -15,13 +15,13 @@ __all__ = ['RUN_ITEM', 'EXECUTORS', 'papers', 'paper_parts', 'positive_int', 'ti
 
 # %% ../nbs/08_cli.ipynb #48495121
 def papers() -> list[str]:
-    "The papers of memlm: the modules that define `make_plan` (`<paper>.py`, or `<paper>_plan.py` where a notebook exports its plan apart)."
+    "The paper modules of memlm: those that define `make_plan`."
     pkg = Path(__file__).resolve().parent if '__file__' in globals() else repo_root()/'memlm'
-    return sorted(p.stem.removesuffix('_plan') for p in pkg.glob('*.py') if re.search(r'^def make_plan\(', p.read_text(), re.M))
+    return sorted(p.stem for p in pkg.glob('*.py') if re.search(r'^def make_plan\(', p.read_text(), re.M))
 
 def paper_parts(paper: str) -> tuple:
-    from memlm.plan import paper_module
-    return tuple(paper_module(paper).PARTS)
+    import importlib
+    return tuple(importlib.import_module(f'memlm.{paper}').PARTS)
 
 # %% ../nbs/08_cli.ipynb #d102154e
 def positive_int(s: str) -> int:

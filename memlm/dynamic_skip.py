@@ -12,9 +12,15 @@ from .models import eval_mode
 from .tagging import NERBatch, NEROut
 
 # %% auto #0
-__all__ = ['LAYERS', 'RingBuffer', 'SkipPolicy', 'SkipRecurrence', 'SkipTrace', 'SkipLSTM', 'lstm_from', 'reward_to_go',
+__all__ = ['LAYERS', 'NUMBER_ROWS', 'AUTHORS_RL', 'PREPOSITIONS', 'GLOVE_URL', 'NER_PILOT_EPOCHS', 'NER_EPOCHS', 'SCALES',
+           'PARTS', 'RingBuffer', 'SkipPolicy', 'SkipRecurrence', 'SkipTrace', 'SkipLSTM', 'lstm_from', 'reward_to_go',
            'leave_one_out', 'returns', 'reinforce_loss', 'Reinforce', 'LSTMLayer', 'make_layer', 'SeqClassifier',
-           'pad_crop', 'classifier_reward', 'lm_reward', 'ner_reward', 'grad_norms_over_time']
+           'pad_crop', 'classifier_reward', 'lm_reward', 'ner_reward', 'grad_norms_over_time', 'NumberExp',
+           'number_data', 'classify_eval', 'number_model', 'train_number', 'trained_number', 'Fig4Exp',
+           'fig4_grad_norms', 'PTBExp', 'ptb_model', 'train_ptb', 'trained_ptb', 'skip_arcs', 'Fig6Exp', 'fig6_skips',
+           'NERExp', 'load_glove', 'conll_data', 'sgd_momentum', 'train_ner', 'choose_ner_epochs', 'IMDBExp',
+           'imdb_root', 'imdb_data', 'imdb_splits', 'train_imdb', 'ThroughputExp', 'skip_throughput',
+           'DynamicSkipScale', 'missing_data', 'make_plan']
 
 # %% ../nbs/14_dynamic_skip.ipynb #63611d90
 class RingBuffer:
@@ -423,3 +429,492 @@ def grad_norms_over_time(model: SeqClassifier, x: Tensor, y: Tensor) -> Tensor:
         F.cross_entropy(model.out(h[-1]), y).backward()
     g = probe.grad.norm(dim=-1).mean(1).cpu()
     return g / g.sum()
+
+# %% ../nbs/14_dynamic_skip.ipynb #5ef6d3e9
+import functools, re, tempfile
+from collections import Counter
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from .data import has_corpus, ensure_corpus, data_dir, IMDB_URL
+from .corpora import number_prediction, lm_corpus, read_conll2003, iob1_to_bioes, read_imdb, ner_fixture, imdb_fixture
+from .models import LSTMLM, LSTMLMConfig
+from .speed import throughput, LMStep, LayerStep, native_kernels
+from .train import TrainConfig, load_model
+from .tasks import BatchTask, LMTask
+from .evaluate import evaluate
+from .tagging import NERTagger, ner_vocabs, ner_collate, ner_f1
+from .experiment import Spec, RunContext, data_identity, best_checkpoint, final_weights
+from .plan import Plan
+from .registry import check_scale
+
+# %% ../nbs/14_dynamic_skip.ipynb #12e11650
+# Table 5's rows: the recurrent layer and its lambda, in training order (the rows the claim rests on first)
+NUMBER_ROWS = {'lstm': ('lstm', 1.0), 'dynamic_lam0.5': ('dynamic', 0.5), 'dynamic_lam1': ('dynamic', 1.0), 'attention': ('attention', 0.5)}
+
+@dataclass
+class NumberExp:
+    "One number-prediction classifier (Table 5, Fig. 5): data, model, training."
+    length: int = 11                       # sequence length: 11 (one pointer) or 21 (two)
+    offset: int = 0                        # the position pointer value 0 refers to (0: the paper's length-11 rule)
+    n: tuple = (100_000, 10_000, 10_000)   # train / dev / test examples
+    data_seed: int = 1100                  # split i is generated from data_seed + i (100 * length + offset in the plan)
+    n_train: int | None = None             # train on the first n_train examples only (Fig. 5's reduced set)
+    kind: str = 'lstm'                     # the recurrent layer, one of LAYERS
+    K: int = 10                            # skip space of 'dynamic' / 'attention'
+    lam: float = 1.0                       # Eq. 2's lambda
+    hidden: int = 200                      # units (the paper: 200)
+    lr: float = 1e-3                       # Adam (the authors' code)
+    batch_size: int = 100
+    epochs: int = 40                       # epoch cap
+    patience: int | None = 5               # early stopping on dev accuracy (None/0: never)
+    min_delta: float = field(default=0., metadata={'key': 'if_set'})   # ... counting only gains above this (accuracy points; added later)
+
+# %% ../nbs/14_dynamic_skip.ipynb #4f711fd9
+@functools.lru_cache(maxsize=8)
+def number_data(length: int, offset: int, n: tuple, data_seed: int) -> tuple:
+    "The (train, dev, test) splits `(x[n, length], y[n])` of the task (cached: every run of a length shares them)."
+    return tuple(number_prediction(k, length, seed=data_seed + i, offset=offset) for i, k in enumerate(n))
+
+# %% ../nbs/14_dynamic_skip.ipynb #b2e5d151
+@torch.no_grad()
+def classify_eval(model: nn.Module, x: Tensor, y: Tensor, bs: int = 1000,
+                  sample: int | None = None) -> dict:  # None: greedy skips; a seed: skips sampled from the policy (as the authors evaluate)
+    "Loss and accuracy (%) of a classifier on `(x, y)`, in eval mode (greedy or sampled skips)."
+    dev = next(model.parameters()).device
+    with eval_mode(model), torch.random.fork_rng(devices=[]):
+        if sample is not None:
+            torch.manual_seed(sample)
+            for m in model.modules():
+                if isinstance(m, SkipLSTM) and m.mode == 'dynamic': m.training = True   # Gumbel-max sampling; nothing else changes
+        logits = torch.cat([model(x[i:i + bs].to(dev)).cpu() for i in range(0, len(x), bs)])
+    return dict(loss=F.cross_entropy(logits, y).item(), acc=100 * (logits.argmax(-1) == y).float().mean().item())
+
+# %% ../nbs/14_dynamic_skip.ipynb #bd55bb24
+def number_model(cfg: NumberExp) -> SeqClassifier:
+    "The classifier of `cfg`: one-hot digits, one recurrent layer, the last hidden state classifies."
+    return SeqClassifier(10, 10, lambda i: make_layer(cfg.kind, i, cfg.hidden, K=cfg.K, lam=cfg.lam))
+
+# %% ../nbs/14_dynamic_skip.ipynb #e52f77b1
+def train_number(cfg: NumberExp, seed: int, ctx: RunContext) -> dict:
+    "Train one classifier (REINFORCE for a dynamic layer); dev / test accuracy of the best dev epoch."
+    (xtr, ytr), (xva, yva), (xte, yte) = number_data(cfg.length, cfg.offset, tuple(cfg.n), cfg.data_seed)
+    if cfg.n_train: xtr, ytr = xtr[:cfg.n_train], ytr[:cfg.n_train]
+    model = number_model(cfg).to(ctx.device)
+    task = BatchTask((xtr, ytr), evaluate=lambda m: classify_eval(m, xva, yva))
+    tcfg = TrainConfig(optimizer='adam', lr=cfg.lr, weight_decay=0., clip=None, epochs=cfg.epochs, batch_size=cfg.batch_size,
+                       monitor='acc', monitor_mode='max', patience=cfg.patience, min_delta=cfg.min_delta, seed=seed, progress=False)
+    hist = ctx.fit(model, task, tcfg, extra_loss=Reinforce(classifier_reward) if cfg.kind == 'dynamic' else None)
+    dev, test = classify_eval(model, xva, yva), classify_eval(model, xte, yte)
+    sampled = {}
+    if cfg.kind == 'dynamic':   # the authors' code samples skips at evaluation too
+        sampled = dict(dev_acc_sampled=classify_eval(model, xva, yva, sample=seed)['acc'], test_acc_sampled=classify_eval(model, xte, yte, sample=seed)['acc'])
+    return dict(dev_acc=dev['acc'], test_acc=test['acc'], **sampled, epochs=len(hist), best_epoch=max(hist, key=lambda h: h.get('val_acc', -1))['epoch'],
+                train_time_s=sum(h['time_s'] for h in hist))
+
+# %% ../nbs/14_dynamic_skip.ipynb #d3109f98
+def trained_number(cfg: NumberExp, run_dir) -> SeqClassifier:
+    "The best-dev model a finished `train_number` run left in its folder."
+    path = best_checkpoint(run_dir, 'train')
+    return load_model(path, number_model(cfg))
+
+# %% ../nbs/14_dynamic_skip.ipynb #183cdd66
+@dataclass
+class Fig4Exp:
+    "Figure 4: normalised gradient norms over time of trained number-prediction classifiers."
+    models: dict = field(default_factory=dict)   # row name -> the NumberExp of a trained run
+    runs: dict = field(default_factory=dict)     # row name -> that run's folder (next to this run's)
+    n_examples: int = 1000                       # test examples the norms are averaged over
+
+def fig4_grad_norms(cfg: Fig4Exp, seed: int, ctx: RunContext) -> dict:
+    "`<row>/t<t>`: the normalised mean ||dL/dh_t|| of every trained model, and its share at the first step."
+    out = {}
+    for row, mcfg in cfg.models.items():
+        model = trained_number(mcfg, ctx.dir.parent/cfg.runs[row]).to(ctx.device)
+        xte, yte = number_data(mcfg.length, mcfg.offset, tuple(mcfg.n), mcfg.data_seed)[2]
+        g = grad_norms_over_time(model, xte[:cfg.n_examples], yte[:cfg.n_examples])
+        out |= {f'{row}/t{t + 1}': float(v) for t, v in enumerate(g)} | {f'{row}/first_step_share': float(g[0])}
+    return out
+
+# %% ../nbs/14_dynamic_skip.ipynb #26b361ef
+@dataclass
+class PTBExp:
+    "One language model of Table 3: Zaremba et al.'s regularized 2-layer LSTM with its 2nd layer replaced by `kind`."
+    kind: str = 'lstm'               # the 2nd layer, one of LAYERS
+    corpus: str = 'ptb'              # 'ptb', or 'synthetic' (smoke: 20k/2k/2k generated tokens)
+    nhid: int = 650                  # units of both layers (and the embedding)
+    dropout: float = 0.5             # on non-recurrent connections
+    init_range: float = 0.05         # U(-0.05, 0.05) for every weight (the policy keeps its own init)
+    K: int = 5                       # skip space of 'dynamic' / 'attention'
+    lam: float = 1.0                 # Eq. 2's lambda (the paper's for language modelling)
+    epochs: int = 39
+    lr: float = 1.0                  # Zaremba's, for the NLL summed over the window: x bptt with fit's mean
+    clip: float = 5.0                # likewise: / bptt with fit's mean
+    lr_decay: float = 1.2            # lr divided by this after every epoch from lr_decay_start on
+    lr_decay_start: int | None = 6
+    batch_size: int = 20
+    bptt: int = 35
+    eval_batch_size: int = 10
+    max_steps: int | None = None     # cap the steps of an epoch (smoke)
+    data_path: str | None = field(default=None, metadata={'key': False})   # where the corpus is (its checksums key the run)
+    # added later (keyed only when set, so the earlier records keep their keys):
+    lr_decay_threshold: float | None = field(default=None, metadata={'key': 'if_set'})  # the authors' code: ÷ lr_decay when val ppl improves by less
+    patience: int | None = field(default=None, metadata={'key': 'if_set'})      # early stopping on validation loss (None: run to the cap)
+    min_delta: float = field(default=0., metadata={'key': 'if_set'})            # ... counting only gains above this (nats)
+    reward: str = field(default='logp', metadata={'key': 'if_set'})             # 'logp': log p(target) (the paper) | 'prob': p(target) (the authors' code)
+    policy_weight: float = field(default=1., metadata={'key': 'if_set'})        # × the policy loss (the authors' code: 0.3), on top of the 1 / bptt scaling
+    entropy_weight: float = field(default=0.01, metadata={'key': 'if_set'})     # α of Eq. 4 (the authors' code: 0, no entropy term)
+    carry_buffer: bool = field(default=True, metadata={'key': 'if_set'})        # carry the K-state buffer across windows (the authors' code: newest state only)
+
+# %% ../nbs/14_dynamic_skip.ipynb #3ef4759f
+# the authors' TF code's REINFORCE details (yslin1995/DynamicLSTM), one `replace(cfg, **AUTHORS_RL)` away
+AUTHORS_RL = dict(reward='prob', policy_weight=0.3, entropy_weight=0., carry_buffer=False)
+
+# %% ../nbs/14_dynamic_skip.ipynb #5a689f26
+def ptb_model(cfg: PTBExp, vocab_size: int) -> LSTMLM:
+    "The 2-layer LSTM LM with `cfg.kind` as its 2nd layer, Zaremba's init."
+    layer2 = None if cfg.kind == 'lstm' else make_layer(cfg.kind, cfg.nhid, cfg.nhid, K=cfg.K, lam=cfg.lam, carry_buffer=cfg.carry_buffer)
+    if layer2 is not None: layer2.reset_parameters(cfg.init_range)   # the LSTM weights; the policy keeps its own init
+    return LSTMLM(LSTMLMConfig(vocab_size=vocab_size, nhid=cfg.nhid, dropout=cfg.dropout, init_range=cfg.init_range), layers=[None, layer2])
+
+# %% ../nbs/14_dynamic_skip.ipynb #685c12bb
+def train_ptb(cfg: PTBExp, seed: int, ctx: RunContext) -> dict:
+    "Train one LM of Table 3; validation and test perplexity (evaluation batch 10, state carried)."
+    corpus = lm_corpus(cfg.corpus, cfg.data_path)
+    model = ptb_model(cfg, len(corpus.vocab)).to(ctx.device)
+    # the TF code's cost sums the per-token NLL over the window (averaging over the batch only); ours is the per-token
+    # mean, so its lr and clip are lr x bptt and clip / bptt here (the same SGD update); the TF code adds its policy
+    # loss outside that scaling, hence the policy weight 1 / bptt
+    tcfg = TrainConfig(optimizer='sgd', lr=cfg.lr * cfg.bptt, weight_decay=0., clip=cfg.clip / cfg.bptt, epochs=cfg.epochs,
+                       batch_size=cfg.batch_size, bptt=cfg.bptt, lr_decay=cfg.lr_decay, lr_decay_start=cfg.lr_decay_start,
+                       lr_decay_threshold=cfg.lr_decay_threshold, patience=cfg.patience, min_delta=cfg.min_delta,
+                       eval_batch_size=cfg.eval_batch_size, seed=seed, progress=False, max_steps_per_epoch=cfg.max_steps)
+    rl = Reinforce(functools.partial(lm_reward, kind=cfg.reward), weight=cfg.policy_weight / cfg.bptt, entropy_weight=cfg.entropy_weight)
+    hist = ctx.fit(model, LMTask(corpus.train, corpus.valid), tcfg, extra_loss=rl if cfg.kind == 'dynamic' else None)
+    val, test = (evaluate(model, corpus[s], cfg.eval_batch_size, cfg.bptt) for s in ('valid', 'test'))
+    return dict(val_ppl=val['ppl'], test_ppl=test['ppl'], epochs=len(hist), train_time_s=sum(h['time_s'] for h in hist),
+                params=sum(p.numel() for p in model.parameters()))
+
+# %% ../nbs/14_dynamic_skip.ipynb #518884cc
+def trained_ptb(cfg: PTBExp, run_dir, vocab_size: int) -> LSTMLM:
+    "The model a finished `train_ptb` run left (its kept weights, else its best checkpoint), loaded from its folder."
+    return final_weights(run_dir, ptb_model(cfg, vocab_size))
+
+# %% ../nbs/14_dynamic_skip.ipynb #4d469013
+PREPOSITIONS = frozenset({'of', 'in', 'on', 'to', 'for', 'with', 'at', 'from', 'by', 'about', 'into', 'than', 'over', 'under', 'upon'})
+
+def skip_arcs(model: LSTMLM, data: Tensor, itos: list, n_tokens: int = 2000, width: int = 12, n_examples: int = 3):
+    "Greedy skips of the 2nd layer on the first `n_tokens` of `data` (batch 1), and `width`-word windows ending in a preposition."
+    dev = next(model.parameters()).device
+    with torch.no_grad(), eval_mode(model): model(data[:n_tokens, None].to(dev))
+    a = model.rnns[1].trace.actions[:, 0].cpu()
+    words = [itos[i] for i in data[:n_tokens].tolist()]
+    ends = [t for t in range(width, n_tokens) if words[t] in PREPOSITIONS][:n_examples] or list(range(width, n_tokens, width))[:n_examples]
+    return a, [(words[e - width + 1:e + 1], a[e - width + 1:e + 1].tolist()) for e in ends], words
+
+@dataclass
+class Fig6Exp:
+    "Figure 6: the skips a trained dynamic-skip PTB model chooses on validation text (greedy)."
+    lm: PTBExp = field(default_factory=PTBExp)   # the trained model's config (kind 'dynamic')
+    lm_run: str = ''                             # its run folder (next to this run's)
+    n_tokens: int = 2000                         # validation tokens read, batch 1
+    width: int = 12                              # words per example window
+    n_examples: int = 3                          # windows ending in a preposition
+
+def fig6_skips(cfg: Fig6Exp, seed: int, ctx: RunContext) -> dict:
+    "Shares of each skip over all words (`all/skip<k>`) and after prepositions, and the example windows."
+    corpus = lm_corpus(cfg.lm.corpus, cfg.lm.data_path)
+    model = trained_ptb(cfg.lm, ctx.dir.parent/cfg.lm_run, len(corpus.vocab)).to(ctx.device)
+    acts, examples, words = skip_arcs(model, corpus.valid, corpus.vocab.itos, cfg.n_tokens, cfg.width, cfg.n_examples)
+    prep = torch.tensor([w in PREPOSITIONS for w in words])
+    out = {f'all/skip{k}': (acts == k).float().mean().item() for k in range(1, cfg.lm.K + 1)}
+    if prep.any(): out |= {f'prepositions/skip{k}': (acts[prep] == k).float().mean().item() for k in range(1, cfg.lm.K + 1)}
+    return out | dict(examples=[dict(words=w, skips=a) for w, a in examples])
+
+# %% ../nbs/14_dynamic_skip.ipynb #64c2058d
+@dataclass
+class NERExp:
+    "One BiLSTM-CNN-CRF tagger of Table 2, both directions `kind`, trained as Ma & Hovy (2016) (no GloVe)."
+    kind: str = 'lstm'               # both directions' layer, one of LAYERS
+    corpus: str = 'conll2003'        # or 'fixture' (smoke: small generated files in CoNLL format)
+    hidden: int = 200                # units per direction
+    word_dim: int = 100              # word embeddings, learned from scratch
+    K: int = 5                       # skip space (not given in the paper)
+    lam: float = 1.0                 # the paper's lambda for sequence labelling
+    epochs: int = 50
+    patience: int | None = 10        # early stopping on dev F1
+    lr: float = 0.015                # SGD with momentum
+    momentum: float = 0.9
+    lr_decay: float = 1.05           # lr divided by this after every epoch
+    batch_size: int = 10
+    clip: float = 5.
+    glove: str | None = field(default=None, metadata={'key': 'if_set'})   # a GloVe text file in the data folder (e.g. 'glove.6B.100d.txt'): Ma & Hovy's init
+    data_path: str | None = field(default=None, metadata={'key': False})
+
+# %% ../nbs/14_dynamic_skip.ipynb #160a52ff
+GLOVE_URL = 'https://nlp.stanford.edu/data/glove.6B.zip'
+
+def load_glove(path, words: dict, dim: int) -> tuple[torch.Tensor, int]:
+    """Rows of the vectors in GloVe text file `path` for the vocabulary `words` (word -> id; lowercased, digits as 0, as the
+    vocabulary): `(vectors[len(words), dim] with zeros where absent, number found)`; a missing file or another dimension fails, naming it."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f'{path}: no GloVe file there (it cannot be fetched on this machine). Download {GLOVE_URL}, unzip '
+                                f'{path.name} into {path.parent}, or leave NERExp.glove unset to learn the embeddings from scratch')
+    out, found = torch.zeros(len(words), dim), 0
+    with open(path, encoding='utf-8') as f:
+        for line in f:
+            w, *vals = line.rstrip().split(' ')
+            if len(vals) != dim: raise ValueError(f'{path}: vectors of size {len(vals)}, the tagger\'s word_dim is {dim}')
+            i = words.get(re.sub(r'\d', '0', w.lower()))
+            if i is not None: out[i] = torch.tensor([float(x) for x in vals]); found += 1
+    return out, found
+
+# %% ../nbs/14_dynamic_skip.ipynb #12744997
+@functools.lru_cache(maxsize=2)
+def conll_data(corpus: str, data_path: str | None = None) -> tuple:
+    "(train, dev, test) sentences with BIOES tags: CoNLL-2003 (`eng.train/testa/testb`) or the generated fixture."
+    if corpus == 'fixture':
+        d = Path(tempfile.mkdtemp())
+        files = [ner_fixture(d/f'eng.{s}', n, i) for i, (s, n) in enumerate([('train', 80), ('testa', 30), ('testb', 30)])]
+    else:
+        d = ensure_corpus('conll2003', data_path); files = [d/'eng.train', d/'eng.testa', d/'eng.testb']
+    return tuple([dict(words=s['words'], tags=iob1_to_bioes(s['ner'])) for s in read_conll2003(f)] for f in files)
+
+# %% ../nbs/14_dynamic_skip.ipynb #3c0ac700
+def sgd_momentum(params, cfg: TrainConfig, momentum: float = 0.9) -> torch.optim.Optimizer:
+    "SGD with momentum (Ma & Hovy), as `fit`'s `make_optimizer`."
+    return torch.optim.SGD(params, lr=cfg.lr, momentum=momentum)
+
+# %% ../nbs/14_dynamic_skip.ipynb #f40c7fc3
+def train_ner(cfg: NERExp, seed: int, ctx: RunContext) -> dict:
+    "Train one tagger; dev and test entity F1 of the best dev epoch."
+    tr, dev, te = conll_data(cfg.corpus, cfg.data_path)
+    v = ner_vocabs(tr)
+    model = NERTagger(len(v.words), len(v.chars), len(v.tags), lambda i: make_layer(cfg.kind, i, cfg.hidden, K=cfg.K, lam=cfg.lam),
+                      word_dim=cfg.word_dim).to(ctx.device)
+    if cfg.glove:                                              # pretrained word vectors where GloVe has the word, the rest as initialised
+        vec, found = load_glove(data_dir(cfg.data_path)/cfg.glove, v.words, cfg.word_dim)
+        with torch.no_grad():
+            hit = vec.abs().sum(1) > 0; model.word_emb.weight[hit.to(ctx.device)] = vec[hit].to(ctx.device)
+    task = BatchTask(tr, None, loss_fn=lambda out, b: out.nll.mean(), forward=lambda m, b: m(b),
+                     collate=lambda ex: ner_collate(ex, v), metrics={}, evaluate=lambda m: ner_f1(m, dev, v))
+    tcfg = TrainConfig(optimizer='sgd', lr=cfg.lr, weight_decay=0., clip=cfg.clip, epochs=cfg.epochs, batch_size=cfg.batch_size,
+                       lr_decay=cfg.lr_decay, lr_decay_start=1, monitor='f1', monitor_mode='max', seed=seed, progress=False,
+                       patience=cfg.patience)
+    hist = ctx.fit(model, task, tcfg, extra_loss=Reinforce(ner_reward) if cfg.kind == 'dynamic' else None,
+                   make_optimizer=functools.partial(sgd_momentum, momentum=cfg.momentum))
+    d, t = ner_f1(model, dev, v), ner_f1(model, te, v)
+    n_tok, secs = sum(len(ex['words']) for ex in tr), [h['time_s'] for h in hist]
+    return dict(dev_f1=d['f1'], test_f1=t['f1'], test_precision=t['precision'], test_recall=t['recall'],
+                epochs=len(hist), train_time_s=sum(secs), sec_per_epoch=sum(secs) / len(secs), train_tokens_per_s=n_tok * len(secs) / sum(secs),
+                best_epoch=max(hist, key=lambda h: h.get('val_f1', -1))['epoch'] if hist else None)
+
+# %% ../nbs/14_dynamic_skip.ipynb #0d38a2aa
+def choose_ner_epochs(dev_f1: list[float], gain: float = 0.2) -> int:
+    """The declared rule that fixes Table 2's epochs from the BiLSTM-CNN-CRF pilot's dev F1 curve (epoch 1 first): the first
+    epoch E after which no later epoch beats the best so far by `gain` F1 or more, so that no run is still improving at its end."""
+    best = [max(dev_f1[:i + 1]) for i in range(len(dev_f1))]
+    return next(e + 1 for e in range(len(dev_f1)) if max(dev_f1[e:], default=-1) < best[e] + gain)
+
+# %% ../nbs/14_dynamic_skip.ipynb #d4fb2cf4
+@dataclass
+class IMDBExp:
+    "One IMDB sentiment classifier of Table 4 (embeddings from scratch)."
+    kind: str = 'lstm'               # the recurrent layer, one of LAYERS
+    corpus: str = 'imdb'             # or 'fixture' (smoke: a tiny generated aclImdb tree)
+    max_len: int = 400               # reviews cropped to their last / front-padded to this many words
+    min_count: int = 2               # vocabulary: training words seen this often
+    emb: int = 300
+    hidden: int = 128
+    K: int = 3
+    lam: float = 0.5
+    dropout: float = 0.2             # before the classifier
+    epochs: int = 15
+    lr: float = 1e-3                 # Adam (not given in the paper)
+    clip: float = 5.
+    batch_size: int = 50
+    data_path: str | None = field(default=None, metadata={'key': False})
+
+# %% ../nbs/14_dynamic_skip.ipynb #35c3e225
+def imdb_root(data_path: str | None = None) -> Path | None:
+    "The folder holding `aclImdb/` (or the tree itself), or None when IMDB is not there."
+    root = data_dir(data_path)
+    return root if (root/'aclImdb').is_dir() or (root/'train'/'pos').is_dir() else None
+
+# %% ../nbs/14_dynamic_skip.ipynb #5d670b29
+def imdb_data(root, max_len: int = 400, min_count: int = 2, seed: int = 0):
+    "(train, valid, test) as `(x[n, max_len], y[n])` and the vocabulary size (15% of train held out; vocabulary from train)."
+    tr, te = read_imdb(root, 'train'), read_imdb(root, 'test')
+    g = torch.Generator().manual_seed(seed); perm = torch.randperm(len(tr), generator=g).tolist()
+    n_val = max(1, int(0.15 * len(tr)))
+    va, tr = [tr[i] for i in perm[:n_val]], [tr[i] for i in perm[n_val:]]
+    wc = Counter(w for r in tr for w in r['tokens'])
+    stoi = {w: i + 2 for i, w in enumerate(w for w, c in wc.most_common() if c >= min_count)}   # 0 pad, 1 unk
+    enc = lambda rs: (pad_crop([[stoi.get(w, 1) for w in r['tokens']] for r in rs], max_len), torch.tensor([r['label'] for r in rs]))
+    return enc(tr), enc(va), enc(te), len(stoi) + 2
+
+# %% ../nbs/14_dynamic_skip.ipynb #c112e082
+@functools.lru_cache(maxsize=2)
+def imdb_splits(corpus: str, max_len: int, min_count: int, data_path: str | None = None):
+    "`imdb_data` of the real corpus or of the fixture (cached)."
+    root = imdb_fixture(Path(tempfile.mkdtemp())) if corpus == 'fixture' else imdb_root(data_path)
+    if root is None: raise FileNotFoundError(f'IMDB not found under {data_dir(data_path)}: download {IMDB_URL} and extract it there')
+    return imdb_data(root, max_len, min_count)
+
+# %% ../nbs/14_dynamic_skip.ipynb #f62dd66a
+def train_imdb(cfg: IMDBExp, seed: int, ctx: RunContext) -> dict:
+    "Train one classifier; validation and test accuracy of the best validation epoch."
+    (xtr, ytr), (xva, yva), (xte, yte), V = imdb_splits(cfg.corpus, cfg.max_len, cfg.min_count, cfg.data_path)
+    model = SeqClassifier(V, 2, lambda i: make_layer(cfg.kind, i, cfg.hidden, K=cfg.K, lam=cfg.lam), emb_size=cfg.emb,
+                          dropout=cfg.dropout, padding_idx=0).to(ctx.device)
+    tcfg = TrainConfig(optimizer='adam', lr=cfg.lr, weight_decay=0., clip=cfg.clip, epochs=cfg.epochs, batch_size=cfg.batch_size,
+                       eval_batch_size=200, monitor='acc', monitor_mode='max', seed=seed, progress=False)
+    task = BatchTask((xtr, ytr), (xva, yva), evaluate=lambda m: classify_eval(m, xva, yva, 200))
+    hist = ctx.fit(model, task, tcfg, extra_loss=Reinforce(classifier_reward) if cfg.kind == 'dynamic' else None)
+    return dict(dev_acc=classify_eval(model, xva, yva, 200)['acc'], test_acc=classify_eval(model, xte, yte, 200)['acc'], epochs=len(hist))
+
+# %% ../nbs/14_dynamic_skip.ipynb #1e4773a9
+@dataclass
+class ThroughputExp:
+    "Training tokens/s of the skip layers against nn.LSTM of the same size, and of the LM with a dynamic 2nd layer."
+    sizes: tuple = ((650, 20, 35), (200, 100, 11), (200, 20, 35))   # (hidden, batch, steps) of the layer benchmarks
+    kinds: tuple = ('dynamic', 'fixed3', 'attention')               # the layers timed against nn.LSTM
+    K: int = 5                       # skip space of 'dynamic' / 'attention'
+    rounds: int = 5                  # interleaved rounds of the layer benchmarks (medians over them)
+    steps: int = 5                   # timed steps per round
+    threads: int = 1                 # torch threads while measuring
+    lm_vocab: int = 10_000           # the LM benchmark: vocabulary and units (2 layers)
+    lm_hidden: int = 650
+    lm_rounds: int = 10
+
+def skip_throughput(cfg: ThroughputExp, seed: int, ctx: RunContext) -> dict:
+    "`H<h>_B<b>_T<t>/<kind>/...`: tokens/s, nn.LSTM tokens/s (oneDNN and native) and ratios; `lm_H<h>/...` for the LM."
+    tp = {}
+    for H, B, T in cfg.sizes:
+        for kind in cfg.kinds:
+            torch.manual_seed(seed)
+            r = throughput(make_layer(kind, H, H, K=cfg.K).to(ctx.device), nn.LSTM(H, H).to(ctx.device), LayerStep(bsz=B, bptt=T),
+                           rounds=cfg.rounds, steps=cfg.steps, threads=cfg.threads, variants={'native': native_kernels})
+            tp |= {f'H{H}_B{B}_T{T}/{kind}/{k.replace("ref", "lstm")}': v for k, v in r.items()}   # lstm_tokens_per_s, ...
+    V, H = cfg.lm_vocab, cfg.lm_hidden
+    mk = lambda layer2: LSTMLM(LSTMLMConfig(vocab_size=V, nhid=H), layers=[None, layer2]).to(ctx.device)
+    torch.manual_seed(seed)
+    lm = throughput(mk(make_layer('dynamic', H, H, K=cfg.K)), mk(None), LMStep(V), rounds=cfg.lm_rounds, threads=cfg.threads)
+    return tp | {f'lm_H{H}/dynamic_tokens_per_s': lm['tokens_per_s'], f'lm_H{H}/lstm_tokens_per_s': lm['ref_tokens_per_s'], f'lm_H{H}/ratio': lm['ratio']}
+
+# %% ../nbs/14_dynamic_skip.ipynb #c72670f0
+NER_PILOT_EPOCHS = 80          # the schedule pilot's length (the lr divided by 1.05 every epoch: lr/50 by its end)
+NER_EPOCHS: int | None = None  # Table 2's fixed number of epochs, as `choose_ner_epochs` reads it off the pilot (None: not yet)
+
+# %% ../nbs/14_dynamic_skip.ipynb #509e8eb4
+@dataclass(frozen=True)
+class DynamicSkipScale:
+    "One scale of the paper's runs: what changes between scales (everything else is the defaults of the configs above)."
+    # Table 5, number prediction (and Figures 4 and 5, which train on its recipe)
+    number: dict                      # NumberExp fields: data size, model, and the budget every row gets (epoch cap, early stopping)
+    number_seeded_rows: tuple | None  # rows trained with every seed, the others with the first only (None: every row every seed)
+    long_epochs: int                  # number_long / number_offset_long: the length-21 budget (equal to the cap: the runs of `number`)
+    fig5_n_train: int | None          # Figure 5 (at the number rows' cap): train on the first n examples (None: all)
+    fig5_lams: tuple                  # Figure 5: the lambdas at K=10
+    fig5_Ks: tuple                    # Figure 5: the K at lambda=0.5
+    # Table 3, Penn Treebank (and Figure 6, which reads one of its models)
+    ptb: dict                         # PTBExp fields (none: Zaremba's medium model, 650 units, 39 epochs)
+    ptb_seeds: int | None             # seeds per row (None: every seed)
+    fig6_seed: int | None             # the seed of the dynamic-skip model Figure 6 reads (None: the first; see Figure 6 above)
+    # Table 2, CoNLL-2003 NER
+    ner: dict                         # NERExp fields (its epochs: the two below)
+    ner_pilot_epochs: int | None      # the schedule pilot (None: no pilot, Table 2 trains the paper's epochs)
+    ner_epochs: int | None            # Table 2's epochs (None: NER_EPOCHS, read off the pilot; no Table 2 runs until it is set)
+    ner_seeds: dict                   # seeds per row (a row not named: every seed)
+    # Table 4, IMDB; throughput
+    imdb: dict                        # IMDBExp fields
+    throughput: dict                  # ThroughputExp fields
+
+# %% ../nbs/14_dynamic_skip.ipynb #2735401d
+SCALES = {
+    'smoke': DynamicSkipScale(
+        number=dict(n=(600, 200, 200), hidden=24, epochs=1, patience=0), number_seeded_rows=None, long_epochs=2,
+        fig5_n_train=None, fig5_lams=(0.5, 1.0), fig5_Ks=(2, 10),
+        ptb=dict(corpus='synthetic', nhid=32, dropout=0.2, epochs=1, max_steps=12, bptt=20, lr_decay=1.2, lr_decay_start=None),
+        ptb_seeds=1, fig6_seed=None,
+        ner=dict(corpus='fixture', hidden=12, word_dim=16, patience=None), ner_pilot_epochs=3, ner_epochs=2, ner_seeds={},
+        imdb=dict(corpus='fixture', max_len=12, min_count=1, emb=8, hidden=8, epochs=1),
+        throughput=dict(sizes=((64, 20, 35),), rounds=1, steps=2, lm_vocab=200, lm_hidden=64, lm_rounds=2)),
+    'cpu': DynamicSkipScale(
+        number=dict(epochs=200, patience=10, min_delta=0.05), number_seeded_rows=('lstm', 'dynamic_lam0.5'), long_epochs=200,
+        fig5_n_train=20_000, fig5_lams=(0.25, 0.5, 0.75, 1.0), fig5_Ks=(1, 3, 5, 10),
+        ptb=dict(nhid=200, dropout=0.2, epochs=40, lr_decay=2.0, lr_decay_start=None, lr_decay_threshold=1.0, patience=3, min_delta=2e-3),
+        ptb_seeds=2, fig6_seed=1,
+        ner=dict(patience=None), ner_pilot_epochs=NER_PILOT_EPOCHS, ner_epochs=None, ner_seeds={**dict.fromkeys(LAYERS, 1), 'lstm': 3, 'dynamic': 3},
+        imdb=dict(epochs=5), throughput={}),
+    'gpu': DynamicSkipScale(   # the paper's budgets
+        number=dict(epochs=100), number_seeded_rows=None, long_epochs=100,
+        fig5_n_train=None, fig5_lams=(0.25, 0.5, 0.75, 1.0), fig5_Ks=(1, 3, 5, 10),
+        ptb={}, ptb_seeds=None, fig6_seed=None,
+        ner={}, ner_pilot_epochs=None, ner_epochs=50, ner_seeds={}, imdb={}, throughput={}),
+    'paper': DynamicSkipScale(
+        number=dict(epochs=100), number_seeded_rows=None, long_epochs=100,
+        fig5_n_train=None, fig5_lams=(0.25, 0.5, 0.75, 1.0), fig5_Ks=(1, 3, 5, 10),
+        ptb={}, ptb_seeds=None, fig6_seed=None,
+        ner={}, ner_pilot_epochs=None, ner_epochs=50, ner_seeds={}, imdb={}, throughput={})}
+
+# %% ../nbs/14_dynamic_skip.ipynb #d1ddb076
+PARTS = ('throughput', 'number', 'number_long', 'number_offset', 'number_offset_long', 'ptb', 'ner_schedule', 'ner', 'imdb', 'figures')
+
+def missing_data(parts, scale: str, data_path: str | None = None) -> dict:
+    "The parts among `parts` whose data cannot be had here, with why (CoNLL-2003 and IMDB cannot be downloaded)."
+    if scale == 'smoke': return {}                       # fixtures and generated data
+    out = {}
+    if {'ner', 'ner_schedule'} & set(parts) and not has_corpus('conll2003', data_path):
+        out['ner'] = f'CoNLL-2003 not found under {data_dir(data_path)}/conll2003 (eng.train, eng.testa, eng.testb)'
+    if 'imdb' in parts and imdb_root(data_path) is None:
+        out['imdb'] = f'IMDB is not available ({data_dir(data_path)}/aclImdb missing): download {IMDB_URL} and extract it there'
+    return out
+
+# %% ../nbs/14_dynamic_skip.ipynb #8e32c731
+def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Plan:
+    "The runs of every part at `scale` (its settings: `SCALES[scale]`)."
+    S, s0 = SCALES[check_scale(scale)], seeds[0]
+    base = NumberExp(**S.number)
+    row_seeds = lambda row: seeds if S.number_seeded_rows is None or row in S.number_seeded_rows else seeds[:1]
+    def number(length, row, seed, offset=0, name=None, **kw):
+        kind, lam = NUMBER_ROWS[row]
+        cfg = replace(replace(base, length=length, offset=offset, data_seed=100 * length + offset, kind=kind, lam=lam), **kw)
+        return Spec(train_number, cfg, seed, name=name or f'np_len{length}' + (f'_off{offset}' if offset else '') + f'_{row}')
+    def longer(s):
+        if S.long_epochs <= s.cfg.epochs: return s       # already the long budget
+        return Spec(train_number, replace(s.cfg, epochs=S.long_epochs), s.seed, name=f'{s.name}_e{S.long_epochs}', extends=s)
+    LONG, OFFSET = ('lstm', 'dynamic_lam0.5'), ('lstm', 'dynamic_lam0.5', 'attention')
+    parts = {'number': [number(L, row, s) for L in (11, 21) for row in NUMBER_ROWS for s in row_seeds(row)],
+             'number_long': [longer(number(21, row, s0)) for row in LONG],
+             'number_offset': [number(21, row, s, offset=10) for row in OFFSET for s in row_seeds(row)],
+             'number_offset_long': [longer(number(21, row, s0, offset=10)) for row in LONG]}
+
+    ptbc = PTBExp(**S.ptb, data_path=data_path)
+    ptb_id = data_identity(ptbc.corpus)
+    parts['ptb'] = [Spec(train_ptb, replace(ptbc, kind=k), s, name=f'ptb_{k}', data_id=ptb_id) for k in LAYERS for s in seeds[:S.ptb_seeds]]
+
+    nerc = NERExp(**S.ner, data_path=data_path)
+    ner_id = data_identity(nerc.corpus)
+    # the schedule: one BiLSTM-CNN-CRF run, long and without early stopping; its dev curve fixes every Table 2 run's epochs
+    parts['ner_schedule'] = [] if S.ner_pilot_epochs is None else [
+        Spec(train_ner, replace(nerc, kind='lstm', epochs=S.ner_pilot_epochs), s0, name='ner_pilot', data_id=ner_id)]
+    ner_epochs = NER_EPOCHS if S.ner_epochs is None else S.ner_epochs
+    parts['ner'] = [] if ner_epochs is None else [Spec(train_ner, replace(nerc, kind=k, epochs=ner_epochs), s, name=f'ner_{k}', data_id=ner_id)
+                                                  for k in LAYERS for s in seeds[:S.ner_seeds.get(k, len(seeds))]]
+
+    imdbc = IMDBExp(**S.imdb)
+    parts['imdb'] = [Spec(train_imdb, replace(imdbc, kind=k, data_path=data_path), s0, name=f'imdb_{k}', data_id=imdbc.corpus) for k in LAYERS]
+
+    parts['throughput'] = [Spec(skip_throughput, ThroughputExp(**S.throughput), s0, name='throughput')]
+
+    f4 = {row: number(21, row, s0) for row in LONG}
+    fig4 = Spec(fig4_grad_norms, Fig4Exp(models={r: s.cfg for r, s in f4.items()}, runs={r: s.folder for r, s in f4.items()}),
+                s0, name='fig4_grad_norms', needs=tuple(f4.values()))
+    fig5 = [number(11, 'dynamic_lam0.5', s0, name=f'fig5_lam{lam}_K{K}', lam=lam, K=K, n_train=S.fig5_n_train)
+            for lam, K in [(lam, 10) for lam in S.fig5_lams] + [(0.5, K) for K in S.fig5_Ks]]
+    row6 = [s for s in parts['ptb'] if s.name == 'ptb_dynamic']
+    lm6 = next((s for s in row6 if s.seed == (s0 if S.fig6_seed is None else S.fig6_seed)), row6[0])
+    fig6 = Spec(fig6_skips, Fig6Exp(lm=lm6.cfg, lm_run=lm6.folder), lm6.seed, name='fig6_skips', data_id=ptb_id, needs=(lm6,))
+    parts['figures'] = [fig4, *fig5, fig6]
+    return Plan('dynamic_skip', scale, {p: parts[p] for p in PARTS})

@@ -13,10 +13,15 @@ from .models import detach
 from .evaluate import dynamic_evaluate, DynEvalConfig, gradient_stats, grad_eval_mode, lm_windows
 
 # %% auto #0
-__all__ = ['BUCKET', 'FEATURES', 'GATES', 'squash', 'buckets', 'flat', 'unflat', 'meta_constants', 'MetaConfig', 'MetaLearner',
-           'meta_update', 'no_update', 'recording', 'fisher_diagonal', 'MetaTrainConfig', 'saved_bytes', 'unroll_plain',
-           'unroll_checkpointed', 'rotate_stream', 'meta_train', 'curve_stop', 'tune_dyneval', 'peak_rss_mb',
-           'segment_starts', 'article_effects', 'smooth']
+__all__ = ['BUCKET', 'FEATURES', 'GATES', 'METHODS', 'ADAM', 'AWD_SGD', 'SCALES', 'PARTS', 'META_VARIANTS', 'INITS', 'PILOT_LRS',
+           'META_BUDGET', 'LEARNERS', 'PTB_LEARNERS', 'COMPARISONS', 'squash', 'buckets', 'flat', 'unflat',
+           'meta_constants', 'MetaConfig', 'MetaLearner', 'meta_update', 'no_update', 'recording', 'fisher_diagonal',
+           'MetaTrainConfig', 'saved_bytes', 'unroll_plain', 'unroll_checkpointed', 'rotate_stream', 'meta_train',
+           'curve_stop', 'tune_dyneval', 'peak_rss_mb', 'segment_starts', 'article_effects', 'smooth', 'CorpusExp',
+           'corpus_splits', 'LMExp', 'train_lm', 'trained_lm', 'full_corpus', 'CoreLMExp', 'core_lm', 'LMRef',
+           'load_lm', 'PrepExp', 'prepare', 'MethodExp', 'run_method', 'SpeedExp', 'eval_speed', 'MetaDynScale',
+           'wt2_lm_config', 'method_specs', 'choose_budget', 'learning_specs', 'make_plan', 'learning_summary',
+           'comparison']
 
 # %% ../nbs/13_meta_dynamic.ipynb #1d7361ff
 BUCKET = 1 << 21   # coordinates per bucket: on a CPU, allocations above ~8 MB cost several times more per element
@@ -469,3 +474,497 @@ def smooth(x: Tensor, w: int) -> Tensor:
     "Moving average over `w` points (shorter windows at the ends)."
     x = x.double()[None, None]; k = torch.ones(1, 1, w, dtype=x.dtype)
     return (F.conv1d(x, k, padding=w // 2) / F.conv1d(torch.ones_like(x), k, padding=w // 2))[0, 0, :x.size(-1)]
+
+# %% ../nbs/13_meta_dynamic.ipynb #e85b096e
+import functools, json, shutil
+from dataclasses import replace
+from pathlib import Path
+from .data import Corpus, SPLITS
+from .corpora import cap_vocab, first_articles, split_halves, stream_prefix, stream_slice, topic_corpus
+from .models import AWDLSTM, AWDLSTMConfig
+from .train import TrainConfig, load_model
+from .tasks import LMTask
+from .evaluate import evaluate, dyneval_state, rms_update, sgd_update
+from .experiment import Spec, RunContext, data_identity, runs_dir, best_checkpoint, ckpt_home, final_weights
+from .plan import Plan, mean_sd, row_metrics
+import memlm.awd_lstm as awd
+
+# %% ../nbs/13_meta_dynamic.ipynb #77c398e7
+@dataclass
+class CorpusExp:
+    "The text an LM is trained and evaluated on, and how much of it (the cuts are ours, for the cpu budget)."
+    name: str = 'wikitext-2'           # 'ptb' | 'wikitext-2' | 'synthetic' (the core's smoke corpus) | 'topics' (synthetic articles)
+    max_vocab: int | None = None       # keep the most frequent training words; the rest become <unk>
+    train_articles: int | None = None  # train on the first this many training articles only
+    test_articles: int | None = None   # evaluate on the first this many test articles only
+    test_tokens: int | None = None     # ... and at most this many test tokens
+    data_path: str | None = field(default=None, metadata={'key': False})
+
+# %% ../nbs/13_meta_dynamic.ipynb #da507196
+@functools.lru_cache(maxsize=4)
+def _corpus(name: str, data_path: str | None, max_vocab: int | None) -> Corpus:
+    c = topic_corpus() if name == 'topics' else awd.lm_corpus(name, data_path)
+    return cap_vocab(c, max_vocab) if max_vocab else c
+
+def corpus_splits(cfg: CorpusExp) -> dict:
+    "`{split: (stream, article starts or None)}` cut as `cfg` says, and `vocab_size`."
+    c = _corpus(cfg.name, cfg.data_path, cfg.max_vocab)
+    out = {s: (c[s], c.articles.get(s)) for s in SPLITS}
+    out['train'] = first_articles(*out['train'], cfg.train_articles)
+    out['test'] = stream_prefix(*first_articles(*out['test'], cfg.test_articles), cfg.test_tokens)
+    return dict(out, vocab_size=len(c.vocab))
+
+# %% ../nbs/13_meta_dynamic.ipynb #dad65019
+@dataclass
+class LMExp:
+    "An AWD-LSTM trained here (the WikiText-2 LM)."
+    corpus: CorpusExp = field(default_factory=CorpusExp)
+    model: AWDLSTMConfig = field(default_factory=AWDLSTMConfig.awd_wt2)
+    train: TrainConfig = field(default_factory=TrainConfig)
+    finetune_epochs: int = 0                   # AWD-LSTM's averaged-SGD second phase
+    @property
+    def stage(self) -> str: return 'finetune' if self.finetune_epochs else 'train'
+
+# %% ../nbs/13_meta_dynamic.ipynb #886c8bfd
+def train_lm(cfg: LMExp, seed: int, ctx: RunContext) -> dict:
+    "Train (and fine-tune) the LM through the core's `fit`; static validation perplexity of the best weights."
+    sp = corpus_splits(cfg.corpus)
+    if sp['vocab_size'] != cfg.model.vocab_size:
+        raise ValueError(f"{cfg.corpus.name} has {sp['vocab_size']} words, the config says vocab_size={cfg.model.vocab_size}")
+    torch.manual_seed(seed)
+    model = AWDLSTM(cfg.model).to(ctx.device)
+    task = LMTask(sp['train'][0], sp['valid'][0])
+    hist = ctx.fit(model, task, replace(cfg.train, seed=seed))
+    if cfg.finetune_epochs:
+        hist = hist + ctx.fit(model, task, replace(cfg.train, seed=seed, finetune=True, epochs=cfg.finetune_epochs, time_budget_s=None), stage='finetune')
+    val = evaluate(model, sp['valid'][0], batch_size=10, bptt=70)
+    return dict(val_ppl=val['ppl'], epochs=len(hist), params=sum(p.numel() for p in model.parameters()),
+                train_tokens=len(sp['train'][0]), sec_per_epoch=sum(h['time_s'] for h in hist) / len(hist))
+
+# %% ../nbs/13_meta_dynamic.ipynb #0fcb6b98
+def trained_lm(cfg: LMExp, run_dir) -> AWDLSTM:
+    "The LM a finished `train_lm` run left (its kept weights, else its best checkpoint), loaded from its folder."
+    return final_weights(run_dir, AWDLSTM(cfg.model), cfg.stage)
+
+def full_corpus(cfg: CorpusExp) -> Corpus:
+    "The whole corpus an LM of `cfg` reads (its vocabulary capped as `cfg` says), before any split is cut."
+    return _corpus(cfg.name, cfg.data_path, cfg.max_vocab)
+
+# %% ../nbs/13_meta_dynamic.ipynb #e459e55c
+@dataclass
+class CoreLMExp:
+    "The core's AWD-LSTM run (`memlm.awd_lstm`): reused from its folder when it finished there, else trained here the same way."
+    lm: awd.AWDExp = field(default_factory=awd.AWDExp)
+    core_run: str = ''                 # that run's folder name (same config and seed: the same name)
+    core_root: str | None = field(default=None, metadata={'key': False})   # results/<scale>/awd_lstm/runs
+    reuse: bool = field(default=True, metadata={'key': False})             # False at smoke scale: always train
+
+# %% ../nbs/13_meta_dynamic.ipynb #ae8550e6
+def core_lm(cfg: CoreLMExp, seed: int, ctx: RunContext) -> dict:
+    "The core's LM in this run's folder: its best checkpoint copied from the core's finished run, or trained by `train_awd`."
+    stage = 'finetune' if cfg.lm.finetune_epochs else 'train'
+    src = Path(cfg.core_root or '.')/cfg.core_run
+    rec = json.loads((src/'record.json').read_text()) if (src/'record.json').exists() else None
+    if cfg.reuse and rec and rec.get('status') == 'done' and (ckpt_home(src)/stage/'best.pt').exists():
+        dst = ctx.ckpt_dir(stage); dst.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ckpt_home(src)/stage/'best.pt', dst/'best.pt')
+        return dict(rec['metrics'], reused_from=str(src))
+    return dict(awd.train_awd(cfg.lm, seed, ctx), reused_from=None)
+
+# %% ../nbs/13_meta_dynamic.ipynb #5a34acb4
+@dataclass
+class LMRef:
+    "A trained LM of this plan: how to rebuild it, where its weights are, and the text it is evaluated on."
+    corpus: CorpusExp = field(default_factory=CorpusExp)
+    model: AWDLSTMConfig = field(default_factory=AWDLSTMConfig.awd_wt2)
+    run: str = ''                      # the LM run's folder (next to the runs that use it)
+    stage: str = 'train'               # whose best weights: 'train' or 'finetune'
+
+def load_lm(ref: LMRef, root, device) -> AWDLSTM:
+    "The LM's best weights from its run folder under `root`."
+    path = best_checkpoint(Path(root)/ref.run, ref.stage)
+    return load_model(path, AWDLSTM(ref.model).to(device))
+
+# %% ../nbs/13_meta_dynamic.ipynb #0c36b7e8
+@dataclass
+class PrepExp:
+    "Static perplexity and time, gradient statistics and Fisher diagonal of a trained LM (shared by every method)."
+    lm: LMRef = field(default_factory=LMRef)
+    dyn: DynEvalConfig = field(default_factory=DynEvalConfig.paper)   # its stats_* fields: how MS is gathered
+    fisher_pieces: int = 200           # Fisher: pieces of training text, evenly spread
+    fisher_piece_len: int = 50         # tokens per piece (windows of dyn.bptt)
+    static_bptt: int = 70              # static evaluation: batch 1, windows of this length (the papers' test setting)
+
+def prepare(cfg: PrepExp, seed: int, ctx: RunContext) -> dict:
+    "Static validation/test perplexity and test time; MS and Fisher saved to `stats.pt` in the run's folder."
+    sp, d = corpus_splits(cfg.lm.corpus), cfg.dyn
+    model = load_lm(cfg.lm, ctx.dir.parent, ctx.device)
+    t0 = time.perf_counter(); test = evaluate(model, sp['test'][0], 1, cfg.static_bptt, sp['test'][1]); t_static = time.perf_counter() - t0
+    val = evaluate(model, sp['valid'][0], 1, cfg.static_bptt, sp['valid'][1])
+    t0 = time.perf_counter(); stats = gradient_stats(model, sp['train'][0], d.stats_batch_size, d.stats_bptt, d.max_stats_batches, d.cudnn)
+    t_stats = time.perf_counter() - t0
+    t0 = time.perf_counter(); fisher = fisher_diagonal(model, sp['train'][0], cfg.fisher_pieces, cfg.fisher_piece_len, d.bptt)
+    t_fisher = time.perf_counter() - t0
+    torch.save(dict(MS=[m.cpu() for m in stats['MS']], n_batches=stats['n_batches'], fisher=[f.cpu() for f in fisher]), ctx.dir/'stats.pt')
+    return dict(static_test_ppl=test['ppl'], static_val_ppl=val['ppl'], test_tokens=test['tokens'], static_time_s=t_static,
+                stats_batches=stats['n_batches'], stats_time_s=t_stats, fisher_time_s=t_fisher,
+                params=sum(p.numel() for p in model.parameters()))
+
+# %% ../nbs/13_meta_dynamic.ipynb #b861e4a7
+METHODS = ('static', 'sgd', 'rms', 'rms_free', 'meta1', 'meta2', 'meta3', 'meta3_mlp')   # the rows of the tables
+
+@dataclass
+class MethodExp:
+    "One way of evaluating a trained LM on its test text (tuned or meta-trained on a validation prefix)."
+    lm: LMRef = field(default_factory=LMRef)
+    prep: str = ''                     # the `prepare` run's folder (statistics, Fisher, static time)
+    method: str = 'meta'               # 'static' | 'sgd' | 'rms' | 'meta'
+    dyn: DynEvalConfig = field(default_factory=DynEvalConfig.paper)   # 'sgd'/'rms': the base config (segments, batch, λ, ε)
+    grid: tuple = (0.5, 1., 2.)        # 'sgd': learning rates; 'rms': multipliers of dyn.lr; the best on the validation prefix wins
+    valid_tokens: int = 10_000         # the validation prefix every method tunes or meta-trains on
+    rms_run: str = ''                  # 'meta': the tuned 'rms' (3 levels) or 'rms_free' run whose constants scale the gates
+    meta: MetaConfig = field(default_factory=MetaConfig)
+    train: MetaTrainConfig = field(default_factory=MetaTrainConfig)
+    meta_lrs: tuple = field(default=(), metadata={'key': 'if_set'})       # 'meta': meta-training lrs to choose from (empty: train.lr) ...
+    holdout_tokens: int = field(default=0, metadata={'key': 'if_set'})    # ... by perplexity on the validation tokens after the prefix
+    save_segments: bool = False        # write every test segment's loss to segments.json (Figure 2)
+    copy_lam: float | None = field(default=None, metadata={'key': 'if_set'})  # 'meta': the λ that scales COPY/FLUSH (a₀ = λ·decrate)
+                                       # when the start run has none (rms_free: λ = 0 would make the COPY gate inert); None: the start run's
+    valid_split: str = field(default='prefix', metadata={'key': 'if_set'})  # 'halves': meta-train on the first half of validation,
+                                       # make every choice (grid, meta lr) on the second, which also gives `val_ppl`
+    curve_tokens: int = field(default=0, metadata={'key': 'if_set'})       # 'meta' + halves: the learning curve's fixed text (the
+                                       # second half's first tokens), measured every `train.eval_every` steps
+    measure_init: bool = field(default=False, metadata={'key': 'if_set'})  # 'meta': also score the learner at step 0 (val and test)
+
+# %% ../nbs/13_meta_dynamic.ipynb #079504c8
+def _stats(folder: Path, device) -> tuple[dict, list, dict]:
+    s = torch.load(folder/'stats.pt', weights_only=True)
+    rec = json.loads((folder/'record.json').read_text())['metrics']
+    return dict(MS=[m.to(device) for m in s['MS']], n_batches=s['n_batches']), [f.to(device) for f in s['fisher']], rec
+
+# %% ../nbs/13_meta_dynamic.ipynb #078b00cf
+def run_method(cfg: MethodExp, seed: int, ctx: RunContext) -> dict:
+    """Tune or meta-train on the validation prefix (`valid_split='halves'`: learn on the first half, choose on the second), then score
+    the test text: perplexity, time, memory (and per-segment losses)."""
+    sp = corpus_splits(cfg.lm.corpus)
+    model = load_lm(cfg.lm, ctx.dir.parent, ctx.device)
+    stats, fisher, prep = _stats(ctx.dir.parent/cfg.prep, ctx.device)
+    (test, tarts), choice = sp['test'], None
+    if cfg.valid_split == 'halves': (valid, varts), choice = split_halves(*sp['valid'])   # learn on one half, choose on the other
+    elif cfg.valid_split == 'prefix': valid, varts = stream_prefix(*sp['valid'], cfg.valid_tokens)
+    else: raise ValueError(f"valid_split must be 'prefix' or 'halves', got {cfg.valid_split!r}")
+    out = dict(method=cfg.method)
+    if cfg.method == 'static': dcfg, update = replace(cfg.dyn, method='sgd', lr=0.), no_update
+    elif cfg.method in ('sgd', 'rms'):
+        cands = [replace(cfg.dyn, method='sgd', lr=x) for x in cfg.grid] if cfg.method == 'sgd' else \
+                [replace(cfg.dyn, method='rms', lr=cfg.dyn.lr * x) for x in cfg.grid]
+        tune_text, tune_arts = choice if choice is not None else (valid, varts)
+        dcfg, ppls = tune_dyneval(model, tune_text, cands, stats, tune_arts)
+        update = sgd_update if cfg.method == 'sgd' else rms_update
+        out.update(lr=dcfg.lr, grid=list(cfg.grid), grid_valid_ppl=ppls, tuned_at_edge=len(cfg.grid) > 1 and dcfg.lr in (cands[0].lr, cands[-1].lr),
+                   dyn=vars(dcfg))
+    elif cfg.method == 'meta':
+        dcfg = DynEvalConfig(**json.loads((ctx.dir.parent/cfg.rms_run/'record.json').read_text())['metrics']['dyn'])
+        if cfg.copy_lam is not None: dcfg = replace(dcfg, lam=cfg.copy_lam)   # only a₀ reads λ: the update is the learner's
+        if cfg.train.flush_articles: dcfg = replace(dcfg, flush_articles=True)  # FLUSH at article starts when it reads, as when it learned
+        params = [p for p in model.parameters() if p.requires_grad]
+        F_ = fisher if cfg.meta.levels == 3 else None
+        lrs = tuple(cfg.meta_lrs) or (cfg.train.lr,)
+        if len(lrs) > 1 and cfg.holdout_tokens <= 0: raise ValueError('choosing among meta_lrs needs holdout_tokens > 0')
+        hold = choice if choice is not None else (stream_slice(*sp['valid'], cfg.valid_tokens, cfg.valid_tokens + cfg.holdout_tokens) if len(lrs) > 1 else None)
+        curve_text = stream_prefix(*choice, cfg.curve_tokens) if choice is not None and cfg.curve_tokens else None
+        def curve(ln):   # the learning curve: the learner's perplexity on the fixed text
+            return dynamic_evaluate(model, curve_text[0], dcfg, stats=stats, update=meta_update(ln, F_), articles=curve_text[1])['ppl']
+        rss0, cands, t_all = peak_rss_mb(), [], time.perf_counter()
+        for lr in lrs:                                   # every candidate starts from the same gates (same seed)
+            torch.manual_seed(seed); learner = MetaLearner(cfg.meta).to(ctx.device)
+            t0 = time.perf_counter()
+            hist = meta_train(model, learner, valid, dyneval_state(dcfg, params, stats), replace(cfg.train, lr=lr), F_, varts,
+                              curve=curve if curve_text else None, seed=seed)
+            t_train = time.perf_counter() - t0
+            for h in hist: ctx.log('meta', meta_lr=lr, **h)
+            hp = dynamic_evaluate(model, hold[0], dcfg, stats=stats, update=meta_update(learner, F_), articles=hold[1])['ppl'] if hold else None
+            cands.append(dict(lr=lr, holdout_ppl=hp, learner=learner, hist=hist, time=t_train, restarts=sum(h['restarted'] for h in hist)))
+        finite = lambda x: x if math.isfinite(x) else math.inf        # a diverged candidate (NaN) never wins
+        best = min(cands, key=lambda c: finite(c['holdout_ppl'])) if hold else cands[0]
+        learner, hist = best['learner'], best['hist']
+        if choice is not None: out.update(val_ppl=best['holdout_ppl'], curve_tokens=len(curve_text[0]) if curve_text else 0, **curve_stop(hist))
+        if hold: out.update(meta_lr_grid=list(lrs), meta_lr_holdout_ppl=[c['holdout_ppl'] for c in cands], holdout_tokens=len(hold[0]),
+                            meta_lr_restarts=[c['restarts'] for c in cands],
+                            meta_tuning_time_s=time.perf_counter() - t_all)
+        k = max(1, min(5, len(hist) // 2))
+        out.update(meta_lr=best['lr'], meta_train_time_s=best['time'], meta_steps=len(hist), meta_restarts=best['restarts'],
+                   meta_loss_first=sum(h['meta_loss'] for h in hist[:k]) / k, meta_loss_last=sum(h['meta_loss'] for h in hist[-k:]) / k,
+                   held_mb=max(h['held_mb'] for h in hist), theta_mb=sum(p.numel() * p.element_size() for p in params) / 2**20,
+                   unroll=cfg.train.unroll, rss_before_mb=rss0, peak_rss_mb=peak_rss_mb(), learned=learner.summary(), dyn=vars(dcfg))
+        update = meta_update(learner, F_)
+        if cfg.measure_init:   # the same learner at step 0: what meta-training changed, on the choice half and on test
+            torch.manual_seed(seed); l0 = MetaLearner(cfg.meta).to(ctx.device)
+            out.update(init_test_ppl=dynamic_evaluate(model, test, dcfg, stats=stats, update=meta_update(l0, F_), articles=tarts)['ppl'],
+                       init_val_ppl=dynamic_evaluate(model, choice[0], dcfg, stats=stats, update=meta_update(l0, F_), articles=choice[1])['ppl']
+                       if choice is not None else None)
+    else: raise ValueError(f"unknown method {cfg.method!r}: use one of 'static', 'sgd', 'rms', 'meta'")
+    losses = []
+    t0 = time.perf_counter()
+    r = dynamic_evaluate(model, test, dcfg, stats=stats, update=recording(update, losses), articles=tarts)
+    t = time.perf_counter() - t0
+    if cfg.method in ('sgd', 'rms') and choice is not None: out['val_ppl'] = min(ppls)
+    if cfg.method == 'static' and choice is not None: out['val_ppl'] = dynamic_evaluate(model, choice[0], dcfg, update=no_update, articles=choice[1])['ppl']
+    out.update(test_ppl=r['ppl'], test_loss=r['loss'], test_tokens=r['tokens'], eval_time_s=t, time_vs_static=t / prep['static_time_s'],
+               static_test_ppl=prep['static_test_ppl'], vs_static_pct=100 * (r['ppl'] / prep['static_test_ppl'] - 1))
+    if cfg.save_segments:
+        (ctx.dir/'segments.json').write_text(json.dumps(dict(
+            bptt=dcfg.bptt, starts=segment_starts(len(test), dcfg.bptt, tarts), losses=[round(x, 5) for x in torch.stack(losses).tolist()])))
+    return out
+
+# %% ../nbs/13_meta_dynamic.ipynb #44fe443e
+@dataclass
+class SpeedExp:
+    "Evaluation time of every update rule against static evaluation, on one model in one process."
+    corpus: str = 'ptb'
+    model: AWDLSTMConfig = field(default_factory=lambda: AWDLSTMConfig.awd_cpu(vocab_size=10_000, nlayers=2))
+    tokens: int = 4_000            # test tokens each method reads (batch 1)
+    stats_tokens: int = 20_000     # training tokens of the statistics pass
+    rounds: int = 3                # interleaved rounds; medians over them
+    threads: int | None = 1        # torch threads while measuring (None: the process's)
+    data_path: str | None = field(default=None, metadata={'key': False})
+
+def eval_speed(cfg: SpeedExp, seed: int, ctx: RunContext) -> dict:
+    "Median seconds of static, loop-only, SGD, RMS and meta-learned evaluation of the same text, and each ÷ static."
+    if cfg.threads: torch.set_num_threads(cfg.threads)
+    c = awd.lm_corpus(cfg.corpus, cfg.data_path)
+    torch.manual_seed(seed); model = AWDLSTM(cfg.model).to(ctx.device)
+    text = c.test[:cfg.tokens + 1]
+    dcfg = DynEvalConfig.paper()
+    stats = gradient_stats(model, c.train[:cfg.stats_tokens], dcfg.stats_batch_size, dcfg.stats_bptt)
+    fisher = [m.square() + 1e-12 for m in stats['MS']]
+    learner = MetaLearner(MetaConfig(levels=3)).to(ctx.device)
+    runs = {'static': lambda: evaluate(model, text, batch_size=1, bptt=70),
+            'loop': lambda: dynamic_evaluate(model, text, replace(dcfg, method='sgd', lr=0.), update=no_update),
+            'sgd': lambda: dynamic_evaluate(model, text, replace(dcfg, method='sgd', lr=0.3)),
+            'rms': lambda: dynamic_evaluate(model, text, dcfg, stats=stats),
+            'meta3': lambda: dynamic_evaluate(model, text, dcfg, stats=stats, update=meta_update(learner, fisher))}
+    ts = {k: [] for k in runs}
+    for _ in range(cfg.rounds):
+        for k, f in runs.items(): t0 = time.perf_counter(); f(); ts[k].append(time.perf_counter() - t0)
+    med = {k: sorted(v)[len(v) // 2] for k, v in ts.items()}
+    return dict({f'{k}_s': v for k, v in med.items()}, **{f'{k}_vs_static': v / med['static'] for k, v in med.items() if k != 'static'},
+                tokens=cfg.tokens, threads=torch.get_num_threads(), params=sum(p.numel() for p in model.parameters()))
+
+# %% ../nbs/13_meta_dynamic.ipynb #f34c0cf2
+ADAM = dict(optimizer='adam', lr=3e-3, weight_decay=0.)   # ours: the small WikiText-2 LMs (smoke, cpu)
+AWD_SGD = dict(optimizer='sgd', lr=30., weight_decay=1.2e-6, batch_size=80, bptt=70, variable_bptt=True, alpha=2., beta=1.,
+               nt_asgd=True, nonmono=5)                    # Merity et al.'s WikiText-2 recipe: SGD, then NT-ASGD
+
+# %% ../nbs/13_meta_dynamic.ipynb #ee2dce77
+@dataclass(frozen=True, kw_only=True)
+class MetaDynScale:
+    """One scale of the reproduction: what changes between scales (the rest of every config is the same everywhere).
+    A default is what cpu, gpu and paper share; smoke is a tiny copy of everything."""
+    # the WikiText-2 LM trained here (`wt2_lm_config`)
+    wt2_corpus: dict                  # its text, as `CorpusExp` fields (smoke: synthetic articles; cpu: our cuts, for the budget)
+    wt2_model: AWDLSTMConfig          # its AWD-LSTM (cpu: 128-d tied embeddings, 256 hidden units; gpu, paper: Merity et al.'s)
+    wt2_train: dict                   # its `TrainConfig`: ADAM or AWD_SGD, and what this scale adds
+    wt2_epochs: int                   # its epoch cap
+    wt2_finetune_epochs: int = 0      # AWD-LSTM's averaged-SGD second phase (0: none)
+    # the core's PTB LM: `memlm.awd_lstm`'s run of the same scale
+    ptb_test_tokens: int | None       # evaluated on at most this many PTB test tokens (None: all)
+    reuse_core: bool = True           # copy the core's finished run (False: always train it here)
+    ptb_metas: tuple = ('meta1', 'meta2', 'meta3', 'meta3_mlp')   # the first design's learners on PTB (cpu budget: the 3-level one)
+    # every LM: statistics and tuning grids (`method_specs`)
+    max_stats_batches: int | None = None   # gradient statistics MS: batches of training text (None: all of it)
+    fisher_pieces: int = 200          # Fisher diagonal: pieces of training text, evenly spread
+    sgd_grid: tuple = (0.01, 0.03, 0.1, 0.3, 1., 3.)   # SGD's learning rates; the best on validation wins
+    rms_grid: tuple = (0.5, 1., 2., 4., 8.)            # multipliers of RMS's tuned lr, likewise
+    # meta-training (the first design; `unroll` is every learner's)
+    unroll: int = 40                  # segments per truncated-backprop chunk
+    meta_steps: int                   # meta-steps on the validation prefix (steps × unroll × bptt tokens: `valid_tokens`)
+    meta_lrs: tuple = (1e-3, 1e-2)    # meta learning rates to choose from ...
+    holdout_tokens: int = 5_000       # ... by perplexity on this many validation tokens after the prefix
+    # the learning comparison (`learning_specs`)
+    pilot_steps: int                  # the pilot's meta-steps (its curves fix every learner's budget)
+    eval_every: int                   # a point of the learning curves every this many meta-steps
+    curve_tokens: int = 10_000        # the curves' fixed text: the first tokens of validation's second half
+    learn_seeds: tuple = (0, 1, 2)    # seeds of meta-training per learner
+    # the speed run (`SpeedExp`)
+    speed_corpus: str = 'ptb'         # its text
+    speed_model: AWDLSTMConfig = field(default_factory=lambda: AWDLSTMConfig.awd_cpu(vocab_size=10_000, nlayers=2))   # the core's cpu model
+    speed_tokens: int = 4_000         # test tokens each method reads
+    speed_stats_tokens: int = 20_000  # training tokens of the statistics pass
+    speed_rounds: int = 3             # interleaved rounds; medians over them
+
+    @property
+    def meta_train_config(self) -> MetaTrainConfig:
+        "The first design's meta-training, and the learning comparison's base."
+        return MetaTrainConfig(unroll=self.unroll, steps=self.meta_steps)
+    @property
+    def valid_tokens(self) -> int:
+        "The validation prefix the first design tunes and meta-trains on: what its meta-training reads."
+        mt = self.meta_train_config
+        return mt.steps * mt.unroll * mt.bptt
+
+# %% ../nbs/13_meta_dynamic.ipynb #76d88187
+SCALES = {
+    'smoke': MetaDynScale(wt2_corpus=dict(name='topics', test_tokens=900), wt2_model=AWDLSTMConfig.tiny(60, nlayers=2, emsize=16, nhid=32),
+                          wt2_train=ADAM | dict(batch_size=16, bptt=20, max_steps_per_epoch=30, log_interval=10), wt2_epochs=2,
+                          ptb_test_tokens=500, reuse_core=False, max_stats_batches=20, fisher_pieces=20, sgd_grid=(0.1, 1.), rms_grid=(1.,),
+                          unroll=5, meta_steps=3, meta_lrs=(1e-2, 1e-1), holdout_tokens=100,
+                          pilot_steps=4, eval_every=2, curve_tokens=200, learn_seeds=(0, 1),
+                          speed_corpus='synthetic', speed_model=AWDLSTMConfig.tiny(64, nlayers=2, emsize=16, nhid=32), speed_tokens=300,
+                          speed_stats_tokens=2_000, speed_rounds=1),
+    'cpu': MetaDynScale(wt2_corpus=dict(name='wikitext-2', max_vocab=10_000, train_articles=200, test_articles=12),
+                        wt2_model=AWDLSTMConfig.awd_cpu(vocab_size=10_000, emsize=128, nhid=256, nlayers=2),
+                        wt2_train=ADAM | dict(batch_size=20, bptt=35, variable_bptt=True, alpha=2., beta=1.,
+                                              patience=3, min_delta=2e-3, lr_decay=4., lr_decay_threshold=1.), wt2_epochs=40,
+                        ptb_test_tokens=40_000, ptb_metas=('meta3',), meta_steps=50, pilot_steps=500, eval_every=25),
+    'gpu': MetaDynScale(wt2_corpus=dict(name='wikitext-2'), wt2_model=AWDLSTMConfig.awd_wt2(vocab_size=33_278), wt2_train=AWD_SGD,
+                        wt2_epochs=60, ptb_test_tokens=None, meta_steps=100, pilot_steps=1000, eval_every=50),
+    'paper': MetaDynScale(wt2_corpus=dict(name='wikitext-2'), wt2_model=AWDLSTMConfig.awd_wt2(vocab_size=33_278), wt2_train=AWD_SGD,
+                          wt2_epochs=750, wt2_finetune_epochs=750, ptb_test_tokens=None, meta_steps=100, pilot_steps=1000, eval_every=50)}
+
+# %% ../nbs/13_meta_dynamic.ipynb #286a38ee
+PARTS = ('ptb', 'wt2', 'fig2', 'performance', 'pilot', 'learning', 'learning_ptb', 'speed')
+META_VARIANTS = {'meta1': MetaConfig(levels=1), 'meta2': MetaConfig(levels=2), 'meta3': MetaConfig(levels=3),
+                 'meta3_mlp': MetaConfig(levels=3, hidden=4)}
+
+# %% ../nbs/13_meta_dynamic.ipynb #11af771c
+def wt2_lm_config(scale: str, data_path: str | None = None) -> LMExp:
+    "The WikiText-2 LM of `scale`: its row of `SCALES` (smoke: a tiny LM on synthetic articles)."
+    S = SCALES[scale]
+    train = TrainConfig(clip=0.25, eval_batch_size=10, progress=False, epochs=S.wt2_epochs, **S.wt2_train)
+    return LMExp(CorpusExp(**S.wt2_corpus, data_path=data_path), S.wt2_model, train, finetune_epochs=S.wt2_finetune_epochs)
+
+# %% ../nbs/13_meta_dynamic.ipynb #028e65ce
+def method_specs(tag: str, lm: Spec, ref: LMRef, scale: str, seed: int) -> dict:
+    "The preparation and the seven method runs of one LM: `{'prep': Spec, 'static': Spec, ...}`."
+    S, did = SCALES[scale], lm.data_id
+    prep = Spec(prepare, PrepExp(lm=ref, dyn=DynEvalConfig.paper(max_stats_batches=S.max_stats_batches),
+                                 fisher_pieces=S.fisher_pieces), seed, name=f'{tag}_prep', data_id=did, needs=(lm,))
+    base = MethodExp(lm=ref, prep=prep.folder, valid_tokens=S.valid_tokens, train=S.meta_train_config, save_segments=tag == 'wt2')
+    run = lambda name, cfg, *needs: Spec(run_method, cfg, seed, name=f'{tag}_{name}', data_id=did, needs=(prep, *needs))
+    out = dict(prep=prep, static=run('static', replace(base, method='static')),
+               sgd=run('sgd', replace(base, method='sgd', dyn=DynEvalConfig(method='sgd'), grid=S.sgd_grid)),
+               rms=run('rms', replace(base, method='rms', grid=S.rms_grid)))
+    metas = {k: mc for k, mc in META_VARIANTS.items() if tag != 'ptb' or k in S.ptb_metas}
+    if any(mc.levels < 3 for mc in metas.values()):   # the start of the learners without FLUSH, when any runs
+        out['rms_free'] = run('rms_free', replace(base, method='rms', dyn=DynEvalConfig.paper(lam=0.), grid=S.rms_grid))
+    for name, mc in metas.items():
+        start = out['rms' if mc.levels == 3 else 'rms_free']   # a learner without FLUSH starts from the rule without decay, tuned alike
+        out[name] = run(name, replace(base, method='meta', rms_run=start.folder, meta=mc, meta_lrs=S.meta_lrs,
+                                       holdout_tokens=S.holdout_tokens, copy_lam=out['rms'].cfg.dyn.lam if mc.levels == 2 else None,
+                                       train=replace(base.train, restart_loss=math.log(ref.model.vocab_size))), start)
+    return out
+
+# %% ../nbs/13_meta_dynamic.ipynb #3a13a7dd
+INITS = ('rms', 'neutral')       # where a learner starts: Krause's tuned rule, or a uniform one (what is learned is then visible)
+PILOT_LRS = (1e-3, 1e-2)         # the pilot's meta learning rates (constant), one learning curve each
+META_BUDGET: dict | None = None  # {'steps': .., 'lr': ..}: read off the pilot's curves by `choose_budget`, then fixed (None: not yet)
+
+def choose_budget(curves: dict, tol: float = 0.005) -> dict:
+    """The declared rule that fixes the meta-training budget from the pilot: `curves` = {meta lr: [(step, ppl on the curve text)]}.
+    The lr whose curve ends lowest; the first step at which that curve is within `tol` (relative) of its best."""
+    lr = min(curves, key=lambda k: min(p for _, p in curves[k]))
+    best = min(p for _, p in curves[lr])
+    return dict(lr=lr, steps=next(s for s, p in curves[lr] if p <= best * (1 + tol)))
+
+# %% ../nbs/13_meta_dynamic.ipynb #70c43bbd
+LEARNERS = tuple((lv, init, 0) for lv in (1, 2, 3) for init in INITS) + ((3, 'rms', 4),)   # (levels, start, MLP width; 0: linear)
+PTB_LEARNERS = ((3, 'rms', 0), (3, 'rms', 4))                                                 # on PTB: linear and MLP, 3 levels from RMS
+
+def learning_specs(tag: str, lm: Spec, ref: LMRef, scale: str, prep: Spec, seeds: list[int], learners: tuple = LEARNERS) -> dict:
+    """The meta-learning comparison on one LM (its seed-0 weights): baselines tuned on the second half of validation, the pilot,
+    and, once `META_BUDGET` is fixed, each of `learners` (levels, start, MLP width) meta-trained at `seeds`."""
+    S, did = SCALES[scale], lm.data_id
+    half = dict(valid_split='halves', curve_tokens=S.curve_tokens, measure_init=True)
+    base = MethodExp(lm=ref, prep=prep.folder, valid_tokens=0, train=S.meta_train_config, **half)
+    run = lambda name, cfg, seed, *needs: Spec(run_method, cfg, seed, name=f'{tag}_{name}', data_id=did, needs=(prep, *needs))
+    rms = run('h_rms', replace(base, method='rms', grid=S.rms_grid), seeds[0])
+    rms_free = run('h_rms_free', replace(base, method='rms', dyn=DynEvalConfig.paper(lam=0.), grid=S.rms_grid), seeds[0])
+    out = dict(static=run('h_static', replace(base, method='static'), seeds[0]), rms=rms, rms_free=rms_free)
+    mt = replace(S.meta_train_config, restart_loss=math.log(ref.model.vocab_size), eval_every=S.eval_every, rotate=True)
+    meta = lambda levels, init, train, hidden=0: replace(base, method='meta', meta=MetaConfig(levels=levels, init=init, closed_bias=-2., hidden=hidden), train=train,
+                                               rms_run=(rms if levels == 3 else rms_free).folder, copy_lam=rms.cfg.dyn.lam if levels == 2 else None)
+    out['pilot'] = [run(f'pilot_lr{lr:g}', meta(3, 'rms', replace(mt, steps=S.pilot_steps, lr=lr)), seeds[0], rms) for lr in PILOT_LRS]
+    out['learn'] = [] if META_BUDGET is None else [
+        run(f'learn{lv}{"mlp" if h else ""}_{init}', meta(lv, init, replace(mt, steps=META_BUDGET['steps'], lr=META_BUDGET['lr'], lr_schedule='cosine'), h),
+            s, rms if lv == 3 else rms_free) for lv, init, h in learners for s in seeds]
+    return out
+
+# %% ../nbs/13_meta_dynamic.ipynb #ba5e2cfe
+def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Plan:
+    "The runs of every part at `scale` (its row of `SCALES`)."
+    S, parts = SCALES[scale], {p: [] for p in PARTS}
+    for seed in seeds:
+        core = awd.make_plan(scale, [seed], data_path).parts['lm'][0]
+        ptb_lm = Spec(core_lm, CoreLMExp(lm=core.cfg, core_run=core.folder, core_root=str(runs_dir('awd_lstm', scale)),
+                                        reuse=S.reuse_core), seed, name='ptb_lm', data_id=core.data_id)
+        ptb_ref = LMRef(CorpusExp(core.cfg.corpus, test_tokens=S.ptb_test_tokens, data_path=data_path),
+                        core.cfg.model, ptb_lm.folder, 'finetune' if core.cfg.finetune_epochs else 'train')
+        wt2 = wt2_lm_config(scale, data_path)
+        wt2_lm = Spec(train_lm, wt2, seed, name='wt2_lm', data_id=data_identity(wt2.corpus.name))
+        wt2_ref = LMRef(wt2.corpus, wt2.model, wt2_lm.folder, wt2.stage)
+        for tag, lm, ref in (('ptb', ptb_lm, ptb_ref), ('wt2', wt2_lm, wt2_ref)):
+            ms = method_specs(tag, lm, ref, scale, seed)
+            parts[tag] += [lm, *ms.values()]
+            parts['performance'] += [ms[m] for m in METHODS if m in ms]
+            if tag == 'wt2': parts['fig2'] += [ms[m] for m in ('static', 'meta1', 'meta2', 'meta3')]
+            if seed == seeds[0]:   # meta-learning: one LM, the learners meta-trained at every seed (the pilot on WikiText-2)
+                ls = learning_specs(tag, lm, ref, scale, ms['prep'], list(S.learn_seeds), LEARNERS if tag == 'wt2' else PTB_LEARNERS)
+                if tag == 'wt2': parts['pilot'] += [ls['rms'], *ls['pilot']]
+                parts['learning' if tag == 'wt2' else 'learning_ptb'] += [lm, ms['prep'], ls['static'], ls['rms']] + \
+                    ([ls['rms_free']] if tag == 'wt2' else []) + ls['learn']
+    sp = SpeedExp(corpus=S.speed_corpus, model=S.speed_model, tokens=S.speed_tokens, stats_tokens=S.speed_stats_tokens,
+                  rounds=S.speed_rounds, data_path=data_path)
+    parts['speed'] = [Spec(eval_speed, sp, seeds[0], name='speed', data_id=data_identity(sp.corpus))]
+    return awd.with_retired(Plan('meta_dynamic', scale, parts), make_plan, seeds, data_path)   # the former cpu recipe's runs stay found
+
+# %% ../nbs/13_meta_dynamic.ipynb #574c0887
+COMPARISONS = (('rms_vs_static_pct', 'rms', 'static'), ('sgd_vs_static_pct', 'sgd', 'static'), ('sgd_vs_rms_pct', 'sgd', 'rms'), ('rms_free_vs_rms_pct', 'rms_free', 'rms'),
+               ('meta1_vs_rms_pct', 'meta1', 'rms'), ('meta2_vs_rms_pct', 'meta2', 'rms'),
+               ('meta1_vs_rms_free_pct', 'meta1', 'rms_free'), ('meta2_vs_rms_free_pct', 'meta2', 'rms_free'), ('meta3_vs_rms_pct', 'meta3', 'rms'),
+               ('meta3_vs_static_pct', 'meta3', 'static'), ('mlp_vs_linear_pct', 'meta3_mlp', 'meta3'))
+
+# %% ../nbs/13_meta_dynamic.ipynb #9c27797b
+def learning_summary(runs: dict, tag: str = 'wt2') -> dict:
+    """Record metrics of the meta-learning comparison from `{run name: {seed: metrics}}` (`Results.by_seed`): per learner
+    (`learn<levels>[mlp]_<init>`) its test and choice-half perplexity after meta-training and at step 0, and, paired by seed,
+    after − before (% of before), after − tuned RMS (% of RMS: the 3-level learner against RMS with decay, the others against
+    RMS without), the gain of each level over the one below (after − before, in points of %), and the MLP learner against the
+    linear one (% of the linear's test ppl)."""
+    out, gain = {}, {}
+    for lv, init, h in LEARNERS:
+        ref = runs.get(f'{tag}_h_rms' if lv == 3 else f'{tag}_h_rms_free', {}).get(0)
+        name = f'learn{lv}{"mlp" if h else ""}_{init}'
+        rs = runs.get(f'{tag}_{name}', {})
+        if not rs: continue
+        ms = list(rs.values())
+        out |= row_metrics(name, ms, [k for k in ('test_ppl', 'init_test_ppl', 'val_ppl', 'init_val_ppl') if all(k in m for m in ms)])
+        diffs = {'minus_init_test_pct': [100 * (m['test_ppl'] / m['init_test_ppl'] - 1) for m in ms],
+                 'minus_init_val_pct': [100 * (m['val_ppl'] / m['init_val_ppl'] - 1) for m in ms]}
+        if ref: diffs['vs_rms_pct'] = [100 * (m['test_ppl'] / ref['test_ppl'] - 1) for m in ms]
+        for k, xs in diffs.items():
+            mu, sd = mean_sd(xs); out |= {f'{name}/{k}': mu, f'{name}/{k}_std': sd, f'{name}/{k}_n': len(xs)}
+        if not h: gain[(lv, init)] = {s: 100 * (m['test_ppl'] / m['init_test_ppl'] - 1) for s, m in rs.items()}
+    for lo, hi in ((1, 2), (2, 3)):
+        for init in INITS:
+            a, b = gain.get((hi, init), {}), gain.get((lo, init), {})
+            xs = [a[s] - b[s] for s in a if s in b]
+            if xs: mu, sd = mean_sd(xs); out |= {f'level{hi}_minus_level{lo}_{init}': mu, f'level{hi}_minus_level{lo}_{init}_std': sd,
+                                                  f'level{hi}_minus_level{lo}_{init}_n': len(xs)}
+    lin, mlp = runs.get(f'{tag}_learn3_rms', {}), runs.get(f'{tag}_learn3mlp_rms', {})
+    xs = [100 * (mlp[s]['test_ppl'] / lin[s]['test_ppl'] - 1) for s in mlp if s in lin]   # the MLP against the linear learner, paired
+    if xs: mu, sd = mean_sd(xs); out |= {'mlp_vs_linear_pct': mu, 'mlp_vs_linear_pct_std': sd, 'mlp_vs_linear_pct_n': len(xs)}
+    return out
+
+# %% ../nbs/13_meta_dynamic.ipynb #56493a62
+def comparison(runs: dict, tag: str) -> dict:
+    "Record metrics of one LM's methods: `<method>/test_ppl` etc. over seeds, and the paired relative differences (%)."
+    ms = {m: runs.get(f'{tag}_{m}', {}) for m in METHODS}
+    out = {}
+    for m, r in ms.items():
+        rs = list(r.values())
+        out |= row_metrics(m, rs, [k for k in ('test_ppl', 'eval_time_s', 'time_vs_static') if rs and all(k in x for x in rs)])
+    for key, a, b in COMPARISONS:
+        xs = [100 * (ms[a][s]['test_ppl'] / ms[b][s]['test_ppl'] - 1) for s in ms[a] if s in ms[b]]
+        if xs: mu, sd = mean_sd(xs); out |= {key: mu, f'{key}_std': sd, f'{key}_n': len(xs)}
+    return out

@@ -11,10 +11,13 @@ from torch import Tensor, nn
 from .models import LMOutput, eval_mode
 
 # %% auto #0
-__all__ = ['ATTENTIONS', 'ABLATIONS', 'FUNCTION_WORDS', 'SPECIAL_TOKENS', 'HeightNet', 'hard_tanh', 'segmenting_probs',
-           'induced_phrase', 'phrase_attention', 'alignment_loss', 'PhraseConfig', 'PhraseInduction', 'PhraseLM',
-           'phrase_loss', 'context_size', 'with_phrases', 'TransformerConfig', 'CausalTransformerLM', 'variant',
-           'config_diff', 'sentence_phrases', 'stream_heights', 'height_by_class', 'alignment_stats']
+__all__ = ['ATTENTIONS', 'ABLATIONS', 'FUNCTION_WORDS', 'SPECIAL_TOKENS', 'FIG_SENTENCES', 'VOCAB', 'SCALES', 'PARTS', 'ROWS',
+           'HeightNet', 'hard_tanh', 'segmenting_probs', 'induced_phrase', 'phrase_attention', 'alignment_loss',
+           'PhraseConfig', 'PhraseInduction', 'PhraseLM', 'phrase_loss', 'context_size', 'with_phrases',
+           'TransformerConfig', 'CausalTransformerLM', 'variant', 'config_diff', 'sentence_phrases', 'stream_heights',
+           'height_by_class', 'alignment_stats', 'PILMExp', 'build_pilm', 'plain_lm', 'n_params', 'train_pilm',
+           'trained_pilm', 'FigureExp', 'phrase_figures', 'PILMThroughputExp', 'pilm_throughput', 'TransformerExp',
+           'train_transformer', 'PILMScale', 'pilm_config', 'make_plan', 'paired_differences']
 
 # %% ../nbs/11_phrase_induction.ipynb #5f953de3
 class HeightNet(nn.Module):
@@ -284,3 +287,249 @@ def alignment_stats(model: PhraseLM, data: Tensor, batch_size: int = 10, bptt: i
             N = len(c); j = (torch.arange(N) + torch.randint(1, N, (N,), generator=g)) % N
             pos += torch.sigmoid((c * s).sum(-1)).sum().item(); neg += torch.sigmoid((c * s[j.to(c.device)]).sum(-1)).sum().item(); n += N
     return dict(align_pos=pos / n, align_neg=neg / n)
+
+# %% ../nbs/11_phrase_induction.ipynb #394bdd4d
+from pathlib import Path
+from .corpora import lm_corpus
+from .models import AWDLSTM, AWDLSTMConfig
+from .speed import EvalStep, LMStep, throughput
+from .train import TrainConfig
+from .tasks import LMTask
+from .evaluate import evaluate
+from .experiment import Spec, borrow, RunContext, data_identity, final_weights
+from .plan import Plan, paired_diff
+import memlm.awd_lstm as core
+
+# %% ../nbs/11_phrase_induction.ipynb #a939e0a4
+@dataclass
+class PILMExp:
+    "One AWD-LSTM language model, with the phrase-induction module attached unless `phrase.gamma == 0`."
+    corpus: str = 'ptb'                          # 'ptb', 'wikitext-2' or 'synthetic'
+    train_tokens: int | None = None              # train on the first this many tokens of the training split (None: all)
+    model: AWDLSTMConfig = field(default_factory=AWDLSTMConfig.awd_ptb)
+    phrase: PhraseConfig = field(default_factory=PhraseConfig)   # gamma=0: the plain AWD-LSTM (the baseline)
+    train: TrainConfig = field(default_factory=TrainConfig)
+    finetune_epochs: int = 0                     # AWD-LSTM's second phase (averaged SGD from the start); 0: none
+    val_batch_size: int = 10                     # the reference code's
+    test_batch_size: int = 1                     # the papers'
+    eval_bptt: int = 70
+    data_path: str | None = field(default=None, metadata={'key': False})
+
+# %% ../nbs/11_phrase_induction.ipynb #ecf36182
+def build_pilm(cfg: PILMExp) -> nn.Module:
+    "The model of `cfg`: `PhraseLM(AWDLSTM, PhraseInduction)`, or the plain `AWDLSTM` when `cfg.phrase.gamma == 0`."
+    return with_phrases(AWDLSTM(cfg.model), cfg.model.layer_sizes, cfg.phrase)
+
+def plain_lm(model: nn.Module) -> nn.Module:
+    "The language model inside (what evaluation uses)."
+    return model.lm if isinstance(model, PhraseLM) else model
+
+def n_params(m: nn.Module) -> int: return sum(p.numel() for p in m.parameters())
+
+# %% ../nbs/11_phrase_induction.ipynb #40fb7d1d
+def train_pilm(cfg: PILMExp, seed: int, ctx: RunContext) -> dict:
+    "Train (then fine-tune if asked) with l_LM + gamma l_CPA; validation and test perplexity of the plain LM, best (averaged) weights."
+    corpus = lm_corpus(cfg.corpus, cfg.data_path)
+    if len(corpus.vocab) != cfg.model.vocab_size:
+        raise ValueError(f'{cfg.corpus} has {len(corpus.vocab)} words, the config says vocab_size={cfg.model.vocab_size}')
+    torch.manual_seed(seed)
+    model = build_pilm(cfg).to(ctx.device)
+    train = corpus.train[:cfg.train_tokens] if cfg.train_tokens else corpus.train
+    task = LMTask(train, corpus.valid)
+    hist = ctx.fit(model, task, replace(cfg.train, seed=seed), extra_loss=phrase_loss)
+    if cfg.finetune_epochs:
+        hist = hist + ctx.fit(model, task, replace(cfg.train, seed=seed, finetune=True, epochs=cfg.finetune_epochs, time_budget_s=None),
+                              stage='finetune', extra_loss=phrase_loss)
+    lm = plain_lm(model)
+    val = evaluate(lm, corpus.valid, batch_size=cfg.val_batch_size, bptt=cfg.eval_bptt)
+    test = evaluate(lm, corpus.test, batch_size=cfg.test_batch_size, bptt=cfg.eval_bptt)
+    m = dict(val_ppl=val['ppl'], test_ppl=test['ppl'], epochs=len(hist), lm_params=n_params(lm), phrase_params=n_params(model) - n_params(lm),
+             train_tokens=len(train), sec_per_epoch=sum(h['time_s'] for h in hist) / len(hist),
+             train_tokens_per_s=sum(h['items_per_s'] for h in hist) / len(hist),
+             switched_to_asgd_epoch=next((h['epoch'] for h in hist if h.get('switched_to_asgd')), None))
+    if isinstance(model, PhraseLM): m |= alignment_stats(model, corpus.valid, cfg.val_batch_size, cfg.eval_bptt, seed)
+    return m
+
+# %% ../nbs/11_phrase_induction.ipynb #8bf7e4df
+def trained_pilm(cfg: PILMExp, run_dir) -> nn.Module:
+    "The model a finished `train_pilm` run left (its last stage's kept weights, else its best checkpoint), loaded from its folder."
+    return final_weights(run_dir, build_pilm(cfg), 'finetune' if cfg.finetune_epochs else 'train')
+
+# %% ../nbs/11_phrase_induction.ipynb #82bc90f9
+FIG_SENTENCES = ('united canceled the morning flights to houston',
+                 'the fund managers expect a rough market',
+                 'the company said it expects to report a loss for the third quarter')
+
+@dataclass
+class FigureExp:
+    "Figures 3-4 of a trained model: heights and phrases of example sentences; heights by word class over validation."
+    lm: PILMExp = field(default_factory=PILMExp)  # the trained model's config
+    lm_run: str = ''                              # its run folder (next to this run's)
+    sentences: tuple = FIG_SENTENCES              # Figure 1/3's, Figure 4(b)'s, one more
+    function_words: tuple = FUNCTION_WORDS
+    batch_size: int = 10                          # the windows of the validation pass (as evaluation reads it)
+    bptt: int = 70
+
+def phrase_figures(cfg: FigureExp, seed: int, ctx: RunContext) -> dict:
+    "Heights, p_ind and attention per example sentence; heights of function vs content words over the validation split."
+    corpus = lm_corpus(cfg.lm.corpus, cfg.lm.data_path)
+    model = trained_pilm(cfg.lm, Path(ctx.dir).parent/cfg.lm_run).to(ctx.device)
+    sents = [sentence_phrases(model, corpus.vocab, s) for s in cfg.sentences]
+    ids, hs = stream_heights(model, corpus.valid, cfg.batch_size, cfg.bptt)
+    s0 = sents[0]
+    order = sorted(range(len(s0['words'])), key=lambda i: -s0['heights'][i])      # highest first
+    return height_by_class(ids, hs, corpus.vocab, cfg.function_words) | dict(
+        sentences=sents, fig1_highest=s0['words'][order[0]], fig1_rank_of_word2=order.index(1) + 1,   # word 2: 'canceled', the root
+        fig1_lowest_two=[s0['words'][i] for i in order[-2:]])
+
+# %% ../nbs/11_phrase_induction.ipynb #df9ca95f
+@dataclass
+class PILMThroughputExp:
+    "AWD-LSTM + phrase induction vs the plain AWD-LSTM of the same sizes: training and evaluation tokens/s."
+    model: AWDLSTMConfig = field(default_factory=AWDLSTMConfig.awd_ptb)
+    phrase: PhraseConfig = field(default_factory=PhraseConfig)
+    batch_size: int = 20
+    bptt: int = 70
+    rounds: int = 30                             # interleaved rounds of one step each; medians over them
+    threads: int | None = None                   # torch threads while measuring (None: the process's)
+
+# %% ../nbs/11_phrase_induction.ipynb #4a8764af
+def pilm_throughput(cfg: PILMThroughputExp, seed: int, ctx: RunContext) -> dict:
+    "Training (NLL + gamma l_CPA) and evaluation tokens/s of the model with the module, against the plain AWD-LSTM."
+    torch.manual_seed(seed)
+    plain, pil = AWDLSTM(cfg.model).to(ctx.device), build_pilm(PILMExp(model=cfg.model, phrase=cfg.phrase)).to(ctx.device)
+    V = cfg.model.vocab_size
+    tr = throughput(pil, plain, LMStep(V, bsz=cfg.batch_size, bptt=cfg.bptt, extra_loss=phrase_loss), rounds=cfg.rounds, threads=cfg.threads)
+    ev = throughput(pil, plain, EvalStep(V, bsz=cfg.batch_size, bptt=cfg.bptt), rounds=cfg.rounds, threads=cfg.threads)
+    return dict(train_tps=tr['tokens_per_s'], baseline_train_tps=tr['ref_tokens_per_s'], train_ratio=tr['ratio'],
+                eval_tps=ev['tokens_per_s'], baseline_eval_tps=ev['ref_tokens_per_s'], eval_ratio=ev['ratio'], threads=tr['threads'])
+
+# %% ../nbs/11_phrase_induction.ipynb #1eca5d2e
+@dataclass
+class TransformerExp:
+    "The module on a small causal Transformer LM (Adam), with or without it (`phrase.gamma`)."
+    corpus: str = 'synthetic'
+    model: TransformerConfig = field(default_factory=TransformerConfig)
+    phrase: PhraseConfig = field(default_factory=PhraseConfig)   # context_layer -2: the penultimate block
+    train: TrainConfig = field(default_factory=lambda: TrainConfig(optimizer='adam', lr=1e-3, clip=1., weight_decay=0., bptt=32))
+    val_batch_size: int = 10
+    eval_bptt: int = 32
+    data_path: str | None = field(default=None, metadata={'key': False})
+
+# %% ../nbs/11_phrase_induction.ipynb #edde16e2
+def train_transformer(cfg: TransformerExp, seed: int, ctx: RunContext) -> dict:
+    "Train the Transformer LM (with the module unless gamma is 0); validation and test perplexity of the plain LM."
+    corpus = lm_corpus(cfg.corpus, cfg.data_path)
+    torch.manual_seed(seed)
+    lm = CausalTransformerLM(replace(cfg.model, vocab_size=len(corpus.vocab)))
+    model = with_phrases(lm, lm.layer_sizes, cfg.phrase).to(ctx.device)
+    hist = ctx.fit(model, LMTask(corpus.train, corpus.valid), replace(cfg.train, seed=seed), extra_loss=phrase_loss)
+    val, test = (evaluate(plain_lm(model), d, batch_size=cfg.val_batch_size, bptt=cfg.eval_bptt) for d in (corpus.valid, corpus.test))
+    return dict(val_ppl=val['ppl'], test_ppl=test['ppl'], epochs=len(hist), lm_params=n_params(plain_lm(model)))
+
+# %% ../nbs/11_phrase_induction.ipynb #30cfb044
+VOCAB = {'synthetic': 64, 'ptb': 10_000, 'wikitext-2': 33_278}
+
+# %% ../nbs/11_phrase_induction.ipynb #283924dd
+@dataclass(frozen=True)
+class PILMScale:
+    "One scale of phrase induction's runs: what changes between scales (the rest of the recipe is the paper's at every scale)."
+    core_recipe: bool = False               # the LM rows are the core's AWD-LSTM and training recipe at this scale (`core.awd_configs`), unchanged,
+                                            # and the baseline rows the core's own runs, shared with `09_awd_lstm` (same config, same folders);
+                                            # the model and training fields below are then None (the core's)
+    corpus: str | None = None               # the corpus of every LM row (None: the row's own, PTB for Table 1, WikiText-2 for Table 2)
+    model: AWDLSTMConfig | None = None      # Table 1's AWD-LSTM (PTB)
+    wt2_model: AWDLSTMConfig | None = None  # Table 2's (WikiText-2: `awd_wt2`, dropouti 0.65, dropouth 0.2); None: Table 2 not run
+                                            # (cpu: its 33k-word softmax makes an epoch 3× PTB's)
+    batch_size: int | None = None           # Table 1's training batch
+    wt2_batch_size: int | None = None       # Table 2's
+    bptt: int | None = None                 # mean BPTT length (variable BPTT), and evaluation's window
+    epochs: int | None = None               # the epoch cap of training (paper: the reference code's PTB run)
+    max_steps_per_epoch: int | None = None  # a cap on the steps of an epoch (None: all of the training split)
+    log_interval: int | None = None         # steps between training log lines
+    finetune_epochs: int = 0                # the cap of the fine-tuning phase (averaged SGD from the start) of the fine-tuned rows; 0: none
+    ablation_seeds: int | None = None       # the first this many seeds run the -NS rows (None: all; cpu: seed 0, as readings); -attention runs every seed
+    fig_sentences: tuple | None = None      # Figures 3–4's example sentences (None: the paper's, `FIG_SENTENCES`)
+    function_words: tuple | None = None     # the function words of the heights by word class (None: `FUNCTION_WORDS`)
+    transformer: bool = False               # the module on a small Transformer (the paper's Transformer-XL row cannot run here)
+    tp_rounds: int = 30                     # throughput: interleaved rounds
+    tp_threads: int | None = None           # throughput: torch threads (None: the process's)
+
+# %% ../nbs/11_phrase_induction.ipynb #99455e1b
+SCALES = {
+    'smoke': PILMScale(corpus='synthetic', model=AWDLSTMConfig.tiny(VOCAB['synthetic'], nlayers=3, emsize=32, nhid=64),
+                       wt2_model=AWDLSTMConfig.tiny(VOCAB['synthetic'], nlayers=3, emsize=32, nhid=64), batch_size=16, wt2_batch_size=16,
+                       bptt=20, epochs=2, max_steps_per_epoch=100, log_interval=10, finetune_epochs=1,
+                       fig_sentences=('T0 w3 w4 R0 w5 T1 w6 w7', 'w10 w11 T2 w12 R2 w13'), function_words=tuple(f'T{i}' for i in range(8)),
+                       transformer=True, tp_rounds=3),
+    'cpu': PILMScale(core_recipe=True, ablation_seeds=1, tp_threads=1),
+    'gpu': PILMScale(model=AWDLSTMConfig.awd_ptb(vocab_size=VOCAB['ptb']), wt2_model=AWDLSTMConfig.awd_wt2(vocab_size=VOCAB['wikitext-2']),
+                     batch_size=20, wt2_batch_size=60, bptt=70, epochs=60, log_interval=100, finetune_epochs=40),
+    'paper': PILMScale(model=AWDLSTMConfig.awd_ptb(vocab_size=VOCAB['ptb']), wt2_model=AWDLSTMConfig.awd_wt2(vocab_size=VOCAB['wikitext-2']),
+                       batch_size=20, wt2_batch_size=60, bptt=70, epochs=800, log_interval=100, finetune_epochs=500)}
+
+# %% ../nbs/11_phrase_induction.ipynb #e57967c1
+PARTS = ('table1', 'ablations', 'finetune', 'figures', 'wt2', 'transformer', 'throughput')
+ROWS = ('baseline', 'no_ns', 'no_attention', 'full')           # Table 1's rows, in the paper's order
+
+# %% ../nbs/11_phrase_induction.ipynb #39de16d0
+def pilm_config(scale: str, corpus: str = 'ptb', data_path: str | None = None) -> PILMExp:
+    "The full model (AWD-LSTM + phrase induction) at `scale` (its row of `SCALES`) on `corpus` ('ptb' or 'wikitext-2'; smoke: synthetic)."
+    S = SCALES[scale]
+    if S.core_recipe:   # the core's AWD-LSTM and its training recipe, unchanged (see Scales)
+        c = core.awd_configs(scale, data_path)[0]
+        return PILMExp(corpus='ptb', model=c.model, phrase=PhraseConfig(), train=c.train, val_batch_size=c.val_batch_size,
+                       test_batch_size=c.test_batch_size, eval_bptt=c.eval_bptt, data_path=data_path)
+    wt2 = corpus == 'wikitext-2'
+    train = TrainConfig(optimizer='sgd', lr=30., clip=0.25, weight_decay=1.2e-6, batch_size=S.wt2_batch_size if wt2 else S.batch_size,
+                        bptt=S.bptt, variable_bptt=True, alpha=2., beta=1., nt_asgd=True, nonmono=5, epochs=S.epochs,
+                        max_steps_per_epoch=S.max_steps_per_epoch, eval_batch_size=10, progress=False, log_interval=S.log_interval)
+    return PILMExp(corpus=S.corpus or corpus, model=S.wt2_model if wt2 else S.model, phrase=PhraseConfig(),
+                   train=train, val_batch_size=10, test_batch_size=1, eval_bptt=S.bptt, data_path=data_path)
+
+# %% ../nbs/11_phrase_induction.ipynb #4b7e8d5f
+def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Plan:
+    "The runs of every part at `scale` (its row of `SCALES`)."
+    S = SCALES[scale]
+    abl_seeds = seeds[:S.ablation_seeds]   # None: all
+    def lm_rows(corpus, names, ft_names=()):
+        full = pilm_config(scale, corpus, data_path)
+        did = data_identity(full.corpus)
+        cfgs = {k: replace(full, phrase=variant(k, full.phrase)) for k in dict.fromkeys(ROWS + tuple(names))}
+        runs = {k: [Spec(train_pilm, cfgs[k], s, name=k, data_id=did) for s in (seeds if k in ('baseline', 'full', 'no_attention') else abl_seeds)]
+                for k in names}
+        if S.core_recipe:   # the baseline is the core's AWD-LSTM: its runs, shared with `09_awd_lstm` (same config, same folders)
+            runs['baseline'] = [borrow(s, 'awd_lstm', 'baseline') for s in core.make_plan(scale, seeds, data_path).parts['lm']]
+        ft = S.finetune_epochs
+        for k in ft_names if ft else ():
+            runs[f'{k}_ft'] = [Spec(train_pilm, replace(cfgs[k], finetune_epochs=ft), r.seed, name=f'{k}_ft', data_id=did, extends=r)
+                               for r in runs.get(k) or [Spec(train_pilm, cfgs[k], s, name=k, data_id=did) for s in seeds]]
+        return runs, cfgs['full'], did
+    ptb, full, did = lm_rows('ptb', ROWS + ('no_ns_squared',), ('baseline', 'full'))
+    fig = FigureExp(lm=full, lm_run=ptb['full'][0].folder, sentences=S.fig_sentences or FIG_SENTENCES,
+                    function_words=S.function_words or FUNCTION_WORDS, bptt=full.eval_bptt)
+    wt2 = lm_rows('wikitext-2', ('baseline', 'full'), ('baseline', 'full'))[0] if S.wt2_model else {}
+    tcfg = TransformerExp(model=TransformerConfig(vocab_size=64, d_model=32, n_layers=2, n_heads=2, d_ff=64, max_len=64),
+                          train=TrainConfig(optimizer='adam', lr=3e-3, clip=1., weight_decay=0., batch_size=16, bptt=32, epochs=2,
+                                            max_steps_per_epoch=20, progress=False))
+    tp = PILMThroughputExp(model=full.model, phrase=full.phrase, batch_size=full.train.batch_size, bptt=full.train.bptt,
+                           rounds=S.tp_rounds, threads=S.tp_threads)
+    plan = Plan('phrase_induction', scale, {
+        'table1': ptb['baseline'] + ptb['full'],
+        'ablations': ptb['no_ns'] + ptb['no_attention'] + ptb['no_ns_squared'],
+        'finetune': ptb.get('baseline_ft', []) + ptb.get('full_ft', []),
+        'figures': [Spec(phrase_figures, fig, seeds[0], name='figures', data_id=did, needs=(ptb['full'][0],))],
+        'wt2': [s for v in wt2.values() for s in v],
+        'transformer': [Spec(train_transformer, replace(tcfg, phrase=variant(k, tcfg.phrase)), s, name=k)
+                        for k in ('baseline', 'full') for s in seeds] if S.transformer else [],
+        'throughput': [Spec(pilm_throughput, tp, seeds[0], name='throughput')]})
+    return core.with_retired(plan, make_plan, seeds, data_path)   # the runs of the former cpu recipe stay found
+
+# %% ../nbs/11_phrase_induction.ipynb #85bc89d1
+def paired_differences(rows: dict[str, dict[int, dict]], a: str, b: str, keys=('val_ppl', 'test_ppl')) -> dict:
+    "`<b>_minus_<a>/<key>` and `<b>_vs_<a>/<key>_pct` (100 (b/a - 1)) over the seeds both rows have (`Results.by_seed` rows)."
+    out = {}
+    for k in keys:
+        out |= paired_diff(f'{b}_minus_{a}/{k}', rows.get(b, {}), rows.get(a, {}), k)
+        out |= paired_diff(f'{b}_vs_{a}/{k}_pct', rows.get(b, {}), rows.get(a, {}), k, relative=True)
+    return out

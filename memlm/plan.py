@@ -6,8 +6,8 @@
 from __future__ import annotations
 
 # %% auto #0
-__all__ = ['Results', 'Plan', 'paper_module', 'paper_plan', 'run_named', 'plan_status', 'mean_sd', 'aggregate', 'paired_diff',
-           'row_metrics', 'run_lists', 'fmt_ms', 'matched_epochs', 'matched_epochs_plot']
+__all__ = ['Results', 'Plan', 'paper_plan', 'run_named', 'plan_status', 'mean_sd', 'aggregate', 'paired_diff', 'row_metrics',
+           'run_lists', 'fmt_ms', 'matched_epochs', 'matched_epochs_plot']
 
 # %% ../nbs/05c_plan.ipynb #80229721
 import json, multiprocessing as mp, statistics, time, traceback
@@ -202,16 +202,10 @@ def _select(self: Plan, items: list[str]) -> Plan:
 Plan.select = _select
 
 # %% ../nbs/05c_plan.ipynb #a82e35e5
-def paper_module(paper: str):
-    """The module that holds a paper's plan (`make_plan`, `PARTS`): `memlm.<paper>_plan` where the paper's notebook exports
-    its method, runs and plan apart, else `memlm.<paper>` (a paper small enough for one module)."""
-    import importlib, importlib.util
-    name = f'memlm.{paper}_plan' if importlib.util.find_spec(f'memlm.{paper}_plan') else f'memlm.{paper}'
-    return importlib.import_module(name)
-
 def paper_plan(paper: str, scale: str, seeds: list[int], data_path: str | None = None) -> Plan:
-    "`make_plan(scale, seeds, data_path)` of the paper's plan module: a paper notebook's plan, by the paper's name."
-    return paper_module(paper).make_plan(scale, seeds, data_path)
+    "`memlm.<paper>.make_plan(scale, seeds, data_path)`: a paper notebook's plan, by the paper's name."
+    import importlib
+    return importlib.import_module(f'memlm.{paper}').make_plan(scale, seeds, data_path)
 
 # %% ../nbs/05c_plan.ipynb #d5e5e589
 def run_named(paper: str, scale: str, items: list[str], workers: int = 1, time_limit_s: float | None = None,

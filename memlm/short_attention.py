@@ -16,9 +16,12 @@ from .data import Vocab, Corpus, EOS, UNK
 from .corpora import read_cbt
 
 # %% auto #0
-__all__ = ['KINDS', 'ShortAttnConfig', 'windows', 'past_mask', 'WindowAttention', 'NGramHead', 'ShortAttentionLM',
-           'AttentionProfile', 'count_params', 'match_hidden_size', 'matched_configs', 'compare_throughput',
-           'expand_hidden', 'cbt_scores', 'cbt_accuracy', 'cbt_lm_corpus']
+__all__ = ['KINDS', 'LR_CHECK', 'CPU_LR', 'SCALES', 'PARTS', 'ATTENTIVE', 'WINDOWS', 'NGRAMS', 'LONG_KINDS', 'ShortAttnConfig',
+           'windows', 'past_mask', 'WindowAttention', 'NGramHead', 'ShortAttentionLM', 'AttentionProfile',
+           'count_params', 'match_hidden_size', 'matched_configs', 'compare_throughput', 'expand_hidden', 'cbt_scores',
+           'cbt_accuracy', 'cbt_lm_corpus', 'sa_corpus', 'ShortAttnExp', 'train_lm', 'trained_lm', 'ThroughputExp',
+           'SettingCostExp', 'setting_costs', 'measure_throughput', 'CBTExp', 'cbt_corpus', 'train_cbt',
+           'ShortAttnScale', 'run_name', 'lm_base', 'matched', 'wide_controls', 'make_plan']
 
 # %% ../nbs/12_short_attention.ipynb #57b9e739
 KINDS = ('lstm', 'attention', 'kv', 'kvp', 'ngram')  # the five models of Table 1
@@ -314,3 +317,232 @@ def cbt_lm_corpus(files: dict, max_vocab: int | None = None, blank: str = 'XXXXX
         data[split] = vocab.encode([w for st in sts for w in st]) if sts else torch.zeros(0, dtype=torch.long)
         arts[split] = torch.tensor([0, *torch.tensor([len(st) for st in sts[:-1]]).cumsum(0).tolist()] if sts else [], dtype=torch.long)
     return Corpus('cbt', vocab, data['train'], data['valid'], data['test'], articles=arts)
+
+# %% ../nbs/12_short_attention.ipynb #50ae675f
+import contextlib, functools, math
+from dataclasses import field
+from pathlib import Path
+from .data import load_corpus, data_dir, has_corpus
+from .corpora import synthetic_corpus
+from .train import TrainConfig
+from .tasks import LMTask
+from .evaluate import evaluate
+from .experiment import Spec, RunContext, data_identity, final_weights
+from .plan import Plan
+
+# %% ../nbs/12_short_attention.ipynb #20bb9787
+@functools.lru_cache(maxsize=4)
+def sa_corpus(name: str, data_path: str | None = None) -> Corpus:
+    "PTB or WikiText by name, or 'synthetic': the long-range corpus cut into articles of 250 tokens (10k/1k/1k tokens)."
+    if name == 'synthetic': return synthetic_corpus(n_train=10_000, n_valid=1_000, n_test=1_000, article_len=250)
+    return load_corpus(name, data_dir(data_path))
+
+# %% ../nbs/12_short_attention.ipynb #146ce90b
+@dataclass
+class ShortAttnExp:
+    "One language model of Table 1, Figure 2a/3 or the N-gram sweep: corpus, model and training."
+    corpus: str = 'ptb'                          # 'ptb', 'wikitext-2' or 'synthetic' (the last two have articles)
+    model: ShortAttnConfig = field(default_factory=ShortAttnConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)   # valid/test are read at its eval_batch_size and bptt
+    data_path: str | None = field(default=None, metadata={'key': False})
+
+# %% ../nbs/12_short_attention.ipynb #bad7f93b
+def train_lm(cfg: ShortAttnExp, seed: int, ctx: RunContext) -> dict:
+    "Train one model (the best validation epoch kept); valid/test perplexity, and the attention profile on valid."
+    corpus = sa_corpus(cfg.corpus, cfg.data_path)
+    if len(corpus.vocab) != cfg.model.vocab_size:
+        raise ValueError(f'{cfg.corpus} has {len(corpus.vocab)} words, the config says vocab_size={cfg.model.vocab_size}')
+    torch.manual_seed(seed)
+    model = ShortAttentionLM(cfg.model).to(ctx.device)
+    tc = replace(cfg.train, seed=seed)
+    hist = ctx.fit(model, LMTask(corpus.train, corpus.valid, corpus.articles.get('valid'), train_articles=corpus.articles.get('train')), tc)
+    has_articles = len(corpus.articles.get('train', [])) > 0    # PTB has none; evaluation resets need batch 1
+    arts = lambda split: corpus.articles.get(split) if has_articles else None
+    attentive = cfg.model.kind in ('attention', 'kv', 'kvp')
+    with AttentionProfile(model) if attentive else contextlib.nullcontext() as prof:
+        val = evaluate(model, corpus.valid, tc.eval_batch_size, tc.bptt, arts('valid'))
+    test = evaluate(model, corpus.test, tc.eval_batch_size, tc.bptt, arts('test'))
+    best = min(hist, key=lambda h: h.get('val_loss', math.inf))
+    m = dict(valid_ppl=val['ppl'], test_ppl=test['ppl'], params=count_params(cfg.model), hidden=cfg.model.hidden_size,
+             best_epoch=best['epoch'], epochs=len(hist), s_per_epoch=statistics.mean(h['time_s'] for h in hist),
+             train_tokens_per_s=statistics.mean(h['items_per_s'] for h in hist))
+    if attentive: m.update(attn_profile=prof.mean.tolist(), attn_last5=prof.last(5))
+    return m
+
+# %% ../nbs/12_short_attention.ipynb #7de0b90b
+def trained_lm(cfg: ShortAttnExp, run_dir) -> ShortAttentionLM:
+    "The model a finished `train_lm` run left (its kept weights, else its best checkpoint), loaded from its folder."
+    return final_weights(run_dir, ShortAttentionLM(cfg.model))
+
+# %% ../nbs/12_short_attention.ipynb #ac7eccc9
+@dataclass
+class ThroughputExp:
+    "Training tokens/s of each Table 1 model against the plain LSTM of the same parameter count (random tokens)."
+    lstm: ShortAttnConfig = field(default_factory=lambda: ShortAttnConfig(kind='lstm'))   # the plain LSTM: vocabulary, w = k
+    window: int = 15                 # L of the attentive models
+    kvp_windows: tuple = (10,)       # key-value-predict is also measured at these windows
+    tol: float = 0.01                # parameter matching
+    bsz: int = 64
+    bptt: int = 20
+    rounds: int = 3                  # interleaved rounds per comparison (medians over them)
+    steps: int = 5                   # timed steps per round
+    threads: int | None = None       # torch CPU threads while timing (None: the process's)
+
+# %% ../nbs/12_short_attention.ipynb #4294400b
+@dataclass
+class SettingCostExp:
+    "What an epoch costs at candidate cpu settings: the plain LSTM and key-value-predict of width w on a corpus."
+    candidates: tuple = (('ptb', 40), ('wikitext-2', 100))   # (corpus, w)
+    window: int = 10
+    rounds: int = 3
+    steps: int = 3
+    threads: int | None = 1          # torch threads while timing (one core per run, as the cpu campaigns run)
+    data_path: str | None = field(default=None, metadata={'key': False})
+
+# %% ../nbs/12_short_attention.ipynb #51aa4054
+def setting_costs(cfg: SettingCostExp, seed: int, ctx: RunContext) -> dict:
+    "`<corpus>_w<w>/`: vocabulary, training tokens, |V| / w, KVP's softmax width ÷ w, and seconds per epoch of each model."
+    torch.manual_seed(seed)
+    out = {}
+    for corpus, w in cfg.candidates:
+        c = sa_corpus(corpus, cfg.data_path)
+        V, n, tag = len(c.vocab), len(c.train), f'{corpus}_w{w}'
+        cfgs = matched_configs(ShortAttnConfig(vocab_size=V, emb_size=w, hidden_size=w, kind='lstm', window=cfg.window), kinds=('lstm', 'kvp'))
+        rows = compare_throughput(cfgs, rounds=cfg.rounds, steps=cfg.steps, threads=cfg.threads, device=ctx.device)
+        out |= {f'{tag}/vocab': V, f'{tag}/train_tokens': n, f'{tag}/vocab_per_width': V / w, f'{tag}/kvp_softmax_ratio': cfgs['kvp'].part_size / w}
+        out |= {f"{tag}/{r['model']}_s_per_epoch": n / r['tokens_per_s'] for r in rows}
+    return out
+
+# %% ../nbs/12_short_attention.ipynb #4df926ec
+def measure_throughput(cfg: ThroughputExp, seed: int, ctx: RunContext) -> dict:
+    "`<model>/tokens_per_s`, `<model>/ratio` (to the LSTM), `<model>/hidden`, `<model>/params`, and the smallest ratio."
+    torch.manual_seed(seed)
+    kw = dict(rounds=cfg.rounds, bsz=cfg.bsz, bptt=cfg.bptt, steps=cfg.steps, threads=cfg.threads, device=ctx.device)
+    rows = compare_throughput(matched_configs(replace(cfg.lstm, window=cfg.window), tol=cfg.tol), **kw)
+    for L in cfg.kvp_windows:
+        pair = matched_configs(replace(cfg.lstm, window=L), kinds=('lstm', 'kvp'), tol=cfg.tol)
+        rows += [r | {'model': f'kvp_L{L}'} for r in compare_throughput(pair, **kw)[1:]]
+    return ({f"{r['model']}/{k}": r[k] for r in rows for k in ('tokens_per_s', 'ratio', 'hidden', 'params')}
+            | dict(min_ratio=min(r['ratio'] for r in rows), window=cfg.window, threads=cfg.threads or torch.get_num_threads()))
+
+# %% ../nbs/12_short_attention.ipynb #dbfad33d
+@dataclass
+class CBTExp:
+    "An LM of one kind trained on the CBT training stories of all `types`, scored on each type's test questions."
+    kind: str = 'kvp'                # one of KINDS
+    size: int = 300                  # w = k of the plain LSTM; other kinds get its parameter count
+    window: int = 10                 # L
+    ngram: int = 4                   # N
+    tol: float = 0.01                # parameter matching
+    train: TrainConfig = field(default_factory=TrainConfig)   # validation at batch 1 (the state is reset per story)
+    max_vocab: int | None = 50_000   # most frequent training words kept
+    types: tuple = ('NE', 'CN', 'V', 'P')
+    data_path: str | None = field(default=None, metadata={'key': False})
+
+@functools.lru_cache(maxsize=2)
+def cbt_corpus(folder: str, types: tuple, max_vocab: int | None) -> Corpus:
+    "The LM corpus of the CBT training (and validation) questions of `types` in `folder`."
+    f = Path(folder)
+    return cbt_lm_corpus({'train': [f/f'cbt_{t}_train.txt' for t in types], 'valid': [f/f'cbt_{t}_valid_2000ex.txt' for t in types]},
+                         max_vocab=max_vocab)
+
+def train_cbt(cfg: CBTExp, seed: int, ctx: RunContext) -> dict:
+    "Train on CBT stories (best validation epoch kept); test accuracy (%) per word type."
+    folder = data_dir(cfg.data_path)/'cbt'
+    cbt = cbt_corpus(str(folder), tuple(cfg.types), cfg.max_vocab)
+    base = ShortAttnConfig(vocab_size=len(cbt.vocab), emb_size=cfg.size, hidden_size=cfg.size, kind='lstm', window=cfg.window, ngram=cfg.ngram)
+    mcfg = matched_configs(base, (cfg.kind,), tol=cfg.tol)[cfg.kind]
+    torch.manual_seed(seed)
+    model = ShortAttentionLM(mcfg).to(ctx.device)
+    hist = ctx.fit(model, LMTask(cbt.train, cbt.valid, cbt.articles['valid'], train_articles=cbt.articles['train']),
+                   replace(cfg.train, seed=seed, eval_batch_size=1))
+    acc = cbt_accuracy(model, cbt.vocab, {t: read_cbt(folder/f'cbt_{t}_test_2500ex.txt') for t in cfg.types})
+    return acc | dict(params=count_params(mcfg), hidden=mcfg.hidden_size, vocab=len(cbt.vocab), epochs=len(hist))
+
+# %% ../nbs/12_short_attention.ipynb #0fb501dd
+LR_CHECK = (1e-3, 3e-3, 1e-2)     # Adam learning rates of the one-epoch check (the paper's 1e-3 first)
+CPU_LR = 1e-3                     # the cpu setting's lr: the smallest of the models' one-epoch bests on validation (`lr_check`)
+
+@dataclass(frozen=True)
+class ShortAttnScale:
+    "One scale of the runs: what changes between scales (the rest of §4's recipe is the same everywhere)."
+    corpus: str                   # 'synthetic' (cut into articles), 'ptb' (no articles) or 'wikitext-2' (articles, reset at each)
+    vocab_size: int               # the corpus's vocabulary (checked by train_lm)
+    size: int                     # w = k of the plain LSTM (cpu: |V| / w = 250, the paper's ≈ 257)
+    lr: float                     # Adam's learning rate (cpu: CPU_LR; elsewhere the paper's 1e-3)
+    epochs: int                   # the epoch cap (paper: its fixed 30 epochs)
+    patience: int | None = None   # early stopping after this many epochs without a validation gain (None: train every epoch)
+    min_delta: float = 0.         # the validation-loss gain that counts (2e-3: 0.2% perplexity)
+    tol: float = 0.01             # parameter matching (tiny smoke models cannot all match within 1%)
+    long_epochs: int | None = None  # the `long` part's budget (None: no such runs; Table 1 itself trains to convergence)
+    tp_rounds: int = 3            # throughput: interleaved rounds per comparison
+    tp_steps: int = 5             # throughput: timed steps per round
+    tp_threads: int | None = None # throughput: torch CPU threads (None: the process's)
+
+SCALES = {
+    'smoke': ShortAttnScale('synthetic', vocab_size=64, size=24, lr=1e-3, epochs=2, tol=0.05, long_epochs=3,
+                            tp_rounds=1, tp_steps=2, tp_threads=1),
+    'cpu':   ShortAttnScale('ptb', vocab_size=10_000, size=40, lr=CPU_LR, epochs=60, patience=3, min_delta=2e-3, tp_threads=1),
+    'gpu':   ShortAttnScale('wikitext-2', vocab_size=33_278, size=300, lr=1e-3, epochs=40, patience=3, min_delta=2e-3),
+    'paper': ShortAttnScale('wikitext-2', vocab_size=33_278, size=300, lr=1e-3, epochs=30)}
+
+# %% ../nbs/12_short_attention.ipynb #b9804d6f
+PARTS = ('lr_check', 'table1', 'controls', 'window', 'attention', 'long', 'ngram', 'throughput', 'cbt')
+ATTENTIVE = ('attention', 'kv', 'kvp')
+WINDOWS, NGRAMS = (1, 5, 10, 15), (2, 3, 4, 5)    # Figure 2a's windows; the N-gram sweep
+LONG_KINDS = ('lstm', 'kvp', 'attention')          # trained longer in the `long` part
+
+# %% ../nbs/12_short_attention.ipynb #7b81d8f8
+def run_name(m: ShortAttnConfig) -> str:
+    "A model's name in tables and run folders: 'lstm', 'kvp_L10', 'ngram4'."
+    return m.kind + dict(lstm='', ngram=f'{m.ngram}').get(m.kind, f'_L{m.window}')
+
+# %% ../nbs/12_short_attention.ipynb #a167f661
+def lm_base(scale: str, data_path: str | None = None) -> tuple[ShortAttnExp, float]:
+    "The plain LSTM run of `scale` (its row of `SCALES`: corpus, size, training) and the parameter-matching tolerance."
+    S = SCALES[scale]
+    train = TrainConfig(optimizer='adam', lr=S.lr, weight_decay=0., clip=5., batch_size=64, bptt=20, epochs=S.epochs,
+                        patience=S.patience, min_delta=S.min_delta,
+                        eval_batch_size=10 if S.corpus == 'ptb' else 1,  # article resets in evaluation need batch 1 (PTB has none)
+                        load_best=True, progress=False)
+    model = ShortAttnConfig(vocab_size=S.vocab_size, emb_size=S.size, hidden_size=S.size, kind='lstm', window=10, ngram=4)
+    return ShortAttnExp(S.corpus, model, train, data_path), S.tol
+
+# %% ../nbs/12_short_attention.ipynb #df47609a
+def matched(lm: ShortAttnExp, kind: str, tol: float, window: int = 10, ngram: int = 4) -> ShortAttnExp:
+    "`lm` with the `kind` model that has the plain LSTM's parameter count (window L, N of the N-gram RNN)."
+    return replace(lm, model=matched_configs(replace(lm.model, kind='lstm', window=window, ngram=ngram), (kind,), tol=tol)[kind])
+
+# %% ../nbs/12_short_attention.ipynb #b62ee27e
+def wide_controls(lm: ShortAttnExp, window: int = 10) -> dict[str, ShortAttnExp]:
+    """The two controls of parameter matching: key-value-predict whose softmax input (k/3) is as wide as the LSTM's
+    (`kvp_wide`: k = 3w, more parameters), and a plain LSTM with that model's parameter count (`lstm_wide`)."""
+    w = lm.model.hidden_size
+    kvp = replace(lm.model, kind='kvp', hidden_size=3 * w, window=window)
+    lstm_h = match_hidden_size('lstm', count_params(kvp), lm.model.vocab_size, lm.model.emb_size, tol=0.05)
+    return {'kvp_wide': replace(lm, model=kvp), 'lstm_wide': replace(lm, model=replace(lm.model, kind='lstm', hidden_size=lstm_h))}
+
+# %% ../nbs/12_short_attention.ipynb #41ab7a57
+def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Plan:
+    "The runs of every part at `scale`; Table 1 and its controls per seed, the sweeps and longer training at `seeds[0]`."
+    S, (lm, tol) = SCALES[scale], lm_base(scale, data_path)
+    did, s0 = data_identity(lm.corpus), seeds[0]
+    def spec(e: ShortAttnExp, seed: int, suffix: str = '') -> Spec:
+        return Spec(train_lm, e, seed, name=run_name(e.model) + suffix, data_id=did)
+    table1 = [spec(matched(lm, k, tol), s) for k in KINDS for s in seeds]
+    controls = [Spec(train_lm, e, s, name=n, data_id=did) for n, e in wide_controls(lm).items() for s in seeds]
+    window = [spec(lm, s0)] + [spec(matched(lm, k, tol, window=L), s0) for L in WINDOWS for k in ATTENTIVE]
+    attention = [spec(matched(lm, k, tol, window=15), s0) for k in ATTENTIVE]
+    ngram = [spec(matched(lm, 'ngram', tol, ngram=n), s0) for n in NGRAMS]
+    lr_check = [spec(replace(e, train=replace(e.train, lr=lr, epochs=1, patience=None)), s0, f'_lr{lr:g}_e1')   # one epoch each, LSTM and KVP
+                for lr in LR_CHECK for e in (lm, matched(lm, 'kvp', tol))]
+    long = [spec(replace(e, train=replace(e.train, epochs=S.long_epochs, patience=2)), s0, f'_e{S.long_epochs}')
+            for e in (matched(lm, k, tol) for k in LONG_KINDS)] if S.long_epochs else []
+    tp = ThroughputExp(lm.model, window=15, tol=tol, rounds=S.tp_rounds, steps=S.tp_steps, threads=S.tp_threads)
+    cbt = [Spec(train_cbt, CBTExp(kind=k, size=lm.model.emb_size, tol=tol, train=lm.train, data_path=data_path), s0,
+                name=f'cbt_{k}', data_id=data_identity('cbt'))
+           for k in ('lstm', 'kvp')] if scale != 'smoke' and has_corpus('cbt', data_path) else []   # needs the CBT files
+    costs = [Spec(setting_costs, SettingCostExp(data_path=data_path), s0, name='setting_costs',
+                  data_id=','.join(data_identity(c) for c, _ in SettingCostExp.candidates))] if scale == 'cpu' else []
+    return Plan('short_attention', scale, dict(lr_check=lr_check, table1=table1, controls=controls, window=window, attention=attention, long=long, ngram=ngram,
+                                               throughput=[Spec(measure_throughput, tp, s0, name='throughput'), *costs], cbt=cbt))

@@ -15,9 +15,14 @@ from .tasks import LMTask
 from .evaluate import lm_windows, focus_windows, model_device
 
 # %% auto #0
-__all__ = ['POLICIES', 'REWARD_FORMS', 'SNBConfig', 'span_diffs', 'slot_index', 'slot_mask', 'slot_windows', 'tanh_scores',
-           'SpanBuffer', 'gate_logprobs', 'interpolate', 'mix', 'SNBState', 'SNBAux', 'SpanBufferLM', 'snb_settings',
-           'intrinsic_reward', 'reward_term', 'snb_extra_loss', 'SNBTask', 'snb_evaluate', 'attention_snapshot']
+__all__ = ['POLICIES', 'REWARD_FORMS', 'PARTS', 'SCREEN_ETAS', 'FORM_ETAS', 'READING', 'CLIP_EXTRA', 'CPU_ETA', 'ETA_READINGS',
+           'SYNTH_DIAGNOSTICS', 'RECALL_VARIANTS', 'LM_TRAIN', 'SMOKE_TRAIN', 'AWD_TRAIN', 'MOS_TRAIN', 'CHECKS',
+           'SCALES', 'SNBConfig', 'span_diffs', 'slot_index', 'slot_mask', 'slot_windows', 'tanh_scores', 'SpanBuffer',
+           'gate_logprobs', 'interpolate', 'mix', 'SNBState', 'SNBAux', 'SpanBufferLM', 'snb_settings',
+           'intrinsic_reward', 'reward_term', 'snb_extra_loss', 'SNBTask', 'snb_evaluate', 'attention_snapshot',
+           'SynthConfig', 'RecallConfig', 'lm_corpus', 'SNBExp', 'build_lm', 'train_lm', 'trained_lm', 'DynEvalExp',
+           'dyneval_lm', 'SnapshotExp', 'snapshot_lm', 'MixtureFloorLM', 'WholeMixtureLM', 'ThroughputExp',
+           'reward_grad_ratio', 'snb_throughput', 'screen_specs', 'form_specs', 'SNBScale', 'lm_configs', 'make_plan']
 
 # %% ../nbs/10_span_buffer.ipynb #62399e8a
 POLICIES = ('gate', 'rnn', 'buffer', 'oracle')   # evaluation policies: Eq. 9 with the gate; λ≡0; λ≡1; max(p, q) (a bound)
@@ -401,3 +406,455 @@ def attention_snapshot(model: SpanBufferLM, data: Tensor, itos: list, bptt: int 
                 next_word=itos[int(data[t + 1])], span_len=c.span_len, rnn_minus=c.rnn_minus,
                 top_buffer=[itos[i] for i in top[t, 0].tolist()], top_rnn=[itos[i] for i in top[t, 1].tolist()],
                 top_combined=[itos[i] for i in top[t, 2].tolist()])
+
+# %% ../nbs/10_span_buffer.ipynb #33a30e10
+import copy, functools
+from dataclasses import asdict
+from .data import batchify, load_corpus
+from .corpora import recall_corpus, synthetic_corpus
+from .models import detach
+from .speed import LMStep, throughput
+from .train import TrainConfig
+from .evaluate import DynEvalConfig, dynamic_evaluate, evaluate, gradient_stats
+from .experiment import Spec, borrow, RunContext, data_identity, final_weights
+from .plan import Plan
+import memlm.awd_lstm as core
+
+# %% ../nbs/10_span_buffer.ipynb #f0cc071d
+@dataclass(frozen=True)
+class SynthConfig:
+    "`memlm.corpora.synthetic_corpus`'s arguments: a filler walk where a trigger fixes the token `d` positions later."
+    n_train: int = 100_000
+    n_valid: int = 10_000
+    n_test: int = 10_000
+    vocab_size: int = 64
+    d: int = 10                  # dependency distance
+    n_triggers: int = 8
+    p_trigger: float = 0.05
+    article_len: int | None = None  # cut every split into independent articles of this length (exercises article resets)
+    seed: int = 0
+
+# %% ../nbs/10_span_buffer.ipynb #d8e4aefc
+@dataclass(frozen=True)
+class RecallConfig:
+    "`memlm.corpora.recall_corpus`'s arguments: a phrase repeats after a `REP` marker at least `gap` tokens later."
+    n_train: int = 100_000
+    n_valid: int = 10_000
+    n_test: int = 10_000
+    vocab_size: int = 64
+    phrase_len: int = 4
+    n_content: int = 16
+    gap: int = 60                # at least this many tokens between a phrase and its repeat
+    p_new: float = 0.05
+    p_rep: float = 0.2
+    seed: int = 0
+    echo: bool = field(default=False, metadata={'key': 'if_set'})   # each new phrase word written twice (`NEW c c`)
+
+# %% ../nbs/10_span_buffer.ipynb #6009e00d
+@functools.lru_cache(maxsize=4)
+def lm_corpus(name: str, data_path: str | None = None, synth: SynthConfig | RecallConfig | None = None):
+    "PTB / WikiText-2 by name, or a synthetic corpus ('synthetic': the trigger corpus of `SynthConfig`, or the recall corpus of `RecallConfig`)."
+    if name == 'synthetic':
+        return recall_corpus(**asdict(synth)) if isinstance(synth, RecallConfig) else synthetic_corpus(**asdict(synth or SynthConfig()))
+    return load_corpus(name, data_path)
+
+# %% ../nbs/10_span_buffer.ipynb #aacbfbd5
+@dataclass
+class SNBExp:
+    "One language model: the base AWD-LSTM(-MoS) when `snb` is None, else with the span-based neural buffer."
+    corpus: str = 'ptb'                          # 'ptb', 'wikitext-2' or 'synthetic'
+    model: AWDLSTMConfig = field(default_factory=AWDLSTMConfig.awd_ptb)
+    snb: SNBConfig | None = field(default_factory=SNBConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
+    synth: SynthConfig | RecallConfig | None = None   # the synthetic corpus (corpus='synthetic')
+    finetune_epochs: int = 0                     # AWD-LSTM's second phase (averaged SGD from the start)
+    val_batch_size: int = 10
+    test_batch_size: int = 1                     # the papers' test batch
+    eval_bptt: int = 70
+    articles: bool = True                        # use the corpus's article starts (buffer resets in training, state resets at test)
+    data_path: str | None = field(default=None, metadata={'key': False})
+
+# %% ../nbs/10_span_buffer.ipynb #c485f76a
+def build_lm(cfg: SNBExp) -> nn.Module:
+    "`AWDLSTM(cfg.model)`, or `SpanBufferLM(cfg.model, cfg.snb)`."
+    return AWDLSTM(cfg.model) if cfg.snb is None else SpanBufferLM(cfg.model, cfg.snb)
+
+# %% ../nbs/10_span_buffer.ipynb #a609c18b
+def train_lm(cfg: SNBExp, seed: int, ctx: RunContext) -> dict:
+    "Train the base LM or LM + SNB; validation/test perplexity, and for +SNB every Table 3 policy, PoU and mean λ."
+    corpus = lm_corpus(cfg.corpus, cfg.data_path, cfg.synth)
+    if len(corpus.vocab) != cfg.model.vocab_size:
+        raise ValueError(f'{cfg.corpus} has {len(corpus.vocab)} words, the config says vocab_size={cfg.model.vocab_size}')
+    arts = corpus.articles if cfg.articles else {}
+    torch.manual_seed(seed)
+    model = build_lm(cfg).to(ctx.device)
+    snb = cfg.snb is not None
+    task = SNBTask(corpus.train, corpus.valid, train_articles=arts.get('train')) if snb else LMTask(corpus.train, corpus.valid)
+    extra = snb_extra_loss if snb else None
+    hist = ctx.fit(model, task, replace(cfg.train, seed=seed), extra_loss=extra)
+    if cfg.finetune_epochs:
+        hist = hist + ctx.fit(model, task, replace(cfg.train, seed=seed, finetune=True, epochs=cfg.finetune_epochs, time_budget_s=None),
+                              stage='finetune', extra_loss=extra)
+    ev = snb_evaluate if snb else evaluate
+    val = ev(model, corpus.valid, cfg.val_batch_size, cfg.eval_bptt)
+    test = ev(model, corpus.test, cfg.test_batch_size, cfg.eval_bptt, arts.get('test') if cfg.test_batch_size == 1 else None,
+              focus=corpus.meta.get('focus', {}).get('test'))       # the recall corpus: its repeated words also alone
+    out = dict(val_ppl=val['ppl'], test_ppl=test['ppl'], epochs=len(hist), params=sum(p.numel() for p in model.parameters()),
+               sec_per_epoch=sum(h['time_s'] for h in hist) / len(hist), train_tokens_per_s=sum(h['items_per_s'] for h in hist) / len(hist))
+    out |= {f'test_{k}': v for k, v in test.items() if k.startswith('focus_')}
+    if snb:
+        out |= {f'test_{k}': v for k, v in test.items() if k not in ('loss', 'ppl', 'tokens')}
+        out |= dict(val_pou=val['pou'], val_oracle_pou=val['oracle_pou'])
+        out['reward_grad_ratio'] = reward_grad_ratio(model, corpus.train, cfg.train.batch_size, cfg.train.bptt, 8)   # at the end (at η = 1), cf. the throughput run's at the start
+    if cfg.corpus == 'synthetic':
+        out |= dict(oracle_test_ppl=corpus.meta['oracle_ppl']['test'], short_memory_test_ppl=corpus.meta['short_memory_oracle_ppl']['test'])
+    return out
+
+# %% ../nbs/10_span_buffer.ipynb #04e5cfa3
+def trained_lm(cfg: SNBExp, run_dir) -> nn.Module:
+    "The model a finished `train_lm` run left (its last stage's kept weights, else its best checkpoint), loaded from its folder."
+    return final_weights(run_dir, build_lm(cfg), 'finetune' if cfg.finetune_epochs else 'train')
+
+# %% ../nbs/10_span_buffer.ipynb #c1095ec6
+@dataclass
+class DynEvalExp:
+    "Dynamic evaluation of a trained `train_lm` run."
+    lm: SNBExp = field(default_factory=SNBExp)   # the trained model's config
+    lm_run: str = ''                             # its run folder (next to this run's)
+    dyn: DynEvalConfig = field(default_factory=DynEvalConfig.paper)
+    splits: tuple = ('valid', 'test')            # which splits to score
+    max_tokens: int | None = None                # score only the first tokens of each split (smoke)
+
+def dyneval_lm(cfg: DynEvalExp, seed: int, ctx: RunContext) -> dict:
+    "Static and dynamic perplexity of the trained model on each split (gradient statistics from the training split)."
+    corpus = lm_corpus(cfg.lm.corpus, cfg.lm.data_path, cfg.lm.synth)
+    model = trained_lm(cfg.lm, ctx.dir.parent/cfg.lm_run).to(ctx.device)
+    d, out = cfg.dyn, {}
+    stats = gradient_stats(model, corpus.train, batch_size=d.stats_batch_size, bptt=d.stats_bptt, max_batches=d.max_stats_batches)
+    for split in cfg.splits:
+        data = corpus[split][:cfg.max_tokens] if cfg.max_tokens else corpus[split]
+        arts = corpus.articles.get(split) if cfg.lm.articles and d.batch_size == 1 and not cfg.max_tokens else None
+        k = 'val' if split == 'valid' else split
+        out[f'static_{k}_ppl'] = evaluate(model, data, d.batch_size, cfg.lm.eval_bptt, arts)['ppl']
+        out[f'dyn_{k}_ppl'] = dynamic_evaluate(model, data, d, stats=stats, articles=arts, progress=f'dynamic eval {split}')['ppl']
+        out[f'{k}_gain_pct'] = 100 * (1 - out[f'dyn_{k}_ppl'] / out[f'static_{k}_ppl'])
+    return out | dict(stats_batches=stats['n_batches'])
+
+@dataclass
+class SnapshotExp:
+    "Figure 5 / Table 4: where a trained +SNB run attends on the validation text."
+    lm: SNBExp = field(default_factory=SNBExp)
+    lm_run: str = ''
+    split: str = 'valid'
+    max_tokens: int = 5000
+
+def snapshot_lm(cfg: SnapshotExp, seed: int, ctx: RunContext) -> dict:
+    "`attention_snapshot` of the trained model."
+    corpus = lm_corpus(cfg.lm.corpus, cfg.lm.data_path, cfg.lm.synth)
+    model = trained_lm(cfg.lm, ctx.dir.parent/cfg.lm_run).to(ctx.device)
+    return attention_snapshot(model, corpus[cfg.split], corpus.vocab.itos, cfg.lm.eval_bptt, cfg.max_tokens)
+
+# %% ../nbs/10_span_buffer.ipynb #31e07ecd
+class MixtureFloorLM(nn.Module):
+    "The LM mixed at λ = 1/2 with a second softmax of its own output: the cost floor of a two-softmax mixture (timing only)."
+    def __init__(self, lm_cfg: AWDLSTMConfig):
+        super().__init__(); self.lm = AWDLSTM(lm_cfg)
+    def init_hidden(self, n: int): return self.lm.init_hidden(n)
+    def forward(self, x, hidden=None):
+        out = self.lm(x, hidden)
+        log_q = F.log_softmax(self.lm.decoder(out.outputs[-1]), -1)
+        half = out.logp.new_full(out.logp.shape[:-1], math.log(0.5))
+        return out._replace(logp=interpolate(out.logp, log_q, half, half))
+
+# %% ../nbs/10_span_buffer.ipynb #27cc7d3e
+class WholeMixtureLM(nn.Module):
+    "`model` behind a forward that takes no `targets`: training computes the whole mixture (timing what `targets` saves)."
+    def __init__(self, model: SpanBufferLM):
+        super().__init__(); self.m = model
+    def init_hidden(self, n: int): return self.m.init_hidden(n)
+    def forward(self, x, hidden=None): return self.m(x, hidden)
+
+# %% ../nbs/10_span_buffer.ipynb #ec07bbeb
+@dataclass
+class ThroughputExp:
+    "Training tokens/s of LM + SNB against the base LM of the same config, and the reward term's gradient at initialisation."
+    model: AWDLSTMConfig = field(default_factory=AWDLSTMConfig.awd_ptb)
+    snb: SNBConfig = field(default_factory=SNBConfig)
+    buffers: tuple = ((8, 2048), (4, 512))       # (L, B) measured: Table 5's PTB and WT2 settings
+    batch_size: int = 20
+    bptt: int = 70
+    rounds: int = 5                              # interleaved rounds; medians over them
+    threads: int | None = None                   # torch threads while measuring (None: the process's)
+    corpus: str = 'ptb'                          # text for the gradient check
+    synth: SynthConfig | None = None
+    grad_batches: int = 8                        # training windows of the gradient check
+    data_path: str | None = field(default=None, metadata={'key': False})
+
+# %% ../nbs/10_span_buffer.ipynb #4dadaa90
+def reward_grad_ratio(model: SpanBufferLM, data: Tensor, batch_size: int, bptt: int, n: int) -> float:
+    "Mean over `n` training windows of ||∇ reward term (η=1)|| / ||∇ -log p~||, state carried (training mode)."
+    src, hidden, ratios = batchify(data, batch_size).to(model_device(model)), None, []
+    params = [p for p in model.parameters() if p.requires_grad]
+    model.train()
+    old, model.snb = model.snb, replace(model.snb, eta=1.)
+    try:
+        for i in range(n):
+            x, y = src[i * bptt:(i + 1) * bptt], src[i * bptt + 1:(i + 1) * bptt + 1]
+            out = model(x, hidden); hidden = detach(out.hidden)
+            norms = []
+            for loss in (F.nll_loss(out.logp.flatten(0, 1), y.flatten()), snb_extra_loss(model, (x, y), out)):
+                g = torch.autograd.grad(loss, params, retain_graph=True, allow_unused=True)
+                norms.append(torch.sqrt(sum(t.square().sum() for t in g if t is not None)))
+            ratios.append(float(norms[1] / norms[0]))
+    finally: model.snb = old
+    return sum(ratios) / len(ratios)
+
+# %% ../nbs/10_span_buffer.ipynb #0d3b1a62
+def snb_throughput(cfg: ThroughputExp, seed: int, ctx: RunContext) -> dict:
+    "Tokens/s of +SNB (tanh and linear score) and of the mixture floor, each ÷ the base AWD-LSTM's; the targets-only speed-up; the η check."
+    step, out = LMStep(cfg.model.vocab_size, bsz=cfg.batch_size, bptt=cfg.bptt), {}
+    torch.manual_seed(seed)
+    base = AWDLSTM(cfg.model).to(ctx.device)
+    for L, B in cfg.buffers:
+        for score in ('tanh', 'linear'):
+            m = SpanBufferLM(cfg.model, replace(cfg.snb, span_len=L, buffer_size=B, score=score)).to(ctx.device)
+            tp = throughput(m, base, step, rounds=cfg.rounds, threads=cfg.threads)
+            key = f'L{L}_B{B}' + ('' if score == 'tanh' else '_linear')
+            out |= {f'{key}/ratio': tp['ratio'], f'{key}/tokens_per_s': tp['tokens_per_s'], f'{key}/base_tokens_per_s': tp['ref_tokens_per_s']}
+    tp = throughput(MixtureFloorLM(cfg.model).to(ctx.device), base, step, rounds=cfg.rounds, threads=cfg.threads)
+    out |= {'floor/ratio': tp['ratio'], 'floor/tokens_per_s': tp['tokens_per_s'], 'threads': tp['threads']}
+    L, B = cfg.buffers[0]
+    out['ratio'] = out[f'L{L}_B{B}/ratio']
+    torch.manual_seed(seed)
+    m = SpanBufferLM(cfg.model, replace(cfg.snb, span_len=L, buffer_size=B)).to(ctx.device)
+    out['targets_only_speedup'] = throughput(m, WholeMixtureLM(copy.deepcopy(m)), step, rounds=cfg.rounds, threads=cfg.threads)['ratio']
+    corpus = lm_corpus(cfg.corpus, cfg.data_path, cfg.synth)
+    torch.manual_seed(seed)
+    m = SpanBufferLM(cfg.model, replace(cfg.snb, span_len=L, buffer_size=B)).to(ctx.device)
+    out['reward_grad_ratio'] = reward_grad_ratio(m, corpus.train, cfg.batch_size, cfg.bptt, cfg.grad_batches)
+    return out
+
+# %% ../nbs/10_span_buffer.ipynb #05a936b5
+PARTS = ('lm', 'dynamic_eval', 'ablations', 'readings', 'sweep', 'synthetic', 'recall', 'wt2', 'figures', 'throughput', 'screen', 'forms')
+
+# %% ../nbs/10_span_buffer.ipynb #66f47cfe
+SCREEN_ETAS = (1., 0.3, 0.1, 0.03)   # the reward-reading screen: each form at each eta, one seed, a few epochs at the trunk's lr
+
+def screen_specs(main: Spec, epochs: int) -> list[Spec]:
+    "The reward readings screened on the +SNB model: every `REWARD_FORMS` x `SCREEN_ETAS`, `epochs` at the initial lr, no decay, one seed."
+    t = replace(main.cfg.train, epochs=epochs, patience=None, min_delta=0., lr_decay_threshold=None, lr_decay_start=None, nt_asgd=False,
+                lr_milestones=())   # the same runs whatever schedule the recipe chose
+    return [Spec(train_lm, replace(main.cfg, train=t, snb=replace(main.cfg.snb, reward_form=f, eta=e)), main.seed, name=f'screen_{f}_eta{e:g}',
+                 data_id=main.data_id) for f in REWARD_FORMS for e in SCREEN_ETAS]
+
+# %% ../nbs/10_span_buffer.ipynb #768bd6cc
+FORM_ETAS: dict | None = None   # each reward form's eta: its best of the screen on validation (`screen_readings`; None: screen unfinished)
+READING: tuple | None = None    # (reward form, eta) of every cpu +SNB run: the full-length form run with the lowest validation ppl (None: not chosen)
+CLIP_EXTRA = 0.25               # the clipping reading: the policy's gradient clipped to this norm on its own (AWD-LSTM's clip, the LM's)
+
+def _printed(main: Spec, scale: str) -> Spec:
+    "The +SNB run as printed (reward r log λ at `CPU_ETA`) whatever reading is chosen: the form runs differ from it in the form alone."
+    return replace(main, cfg=replace(main.cfg, snb=replace(main.cfg.snb, reward_form='log', eta=CPU_ETA))) if scale == 'cpu' else main
+
+def form_specs(main: Spec, reading: tuple | None) -> list[Spec]:
+    """Each reward form at its screened eta, full length on the core's recipe, one seed (`FORM_ETAS`); once the reading is chosen,
+    that form once more with the policy's gradient clipped apart from the LM's (`TrainConfig.clip_extra`), as a one-seed reading."""
+    if FORM_ETAS is None: return []
+    forms = [Spec(train_lm, replace(main.cfg, snb=replace(main.cfg.snb, reward_form=f, eta=e)), main.seed, name=f'form_{f}', data_id=main.data_id)
+             for f, e in FORM_ETAS.items()]
+    if reading is None: return forms
+    f, e = reading
+    return forms + [Spec(train_lm, replace(main.cfg, snb=replace(main.cfg.snb, reward_form=f, eta=e), train=replace(main.cfg.train, clip_extra=CLIP_EXTRA)),
+                         main.seed, name=f'form_{f}_clip', data_id=main.data_id)]
+
+# %% ../nbs/10_span_buffer.ipynb #1424aa5a
+CPU_ETA = 0.1   # eta of the cpu +SNB runs: the lowest validation perplexity of eta in {1, 0.1, 0} (part 'readings', see 'Which spans')
+ETA_READINGS = {'eta1': 1., 'eta0.1': 0.1}   # the readings part trains the one of these that the full model does not use
+
+# %% ../nbs/10_span_buffer.ipynb #1a2702b7
+SYNTH_DIAGNOSTICS = {   # the +SNB variants beside the long-range check: tag -> (run name, change from the checked +SNB, what it is)
+    't1train': ('synth_snb_T1', dict(train_temp=1.), 'trained without annealing (T = 1)'),
+    'eta0': ('synth_snb_eta0', dict(eta=0.), 'trained without the reward (η = 0)'),
+    'lag0': ('synth_snb_lag0', dict(lag=0), 'newest span ending at h_t (lag = 0)'),
+    'expected': ('synth_snb_expected', dict(reward_form='expected'), "the reward term's expectation (r λ)"),
+    'sampled': ('synth_snb_sampled', dict(reward_form='sampled'), 'the reward term on a sampled choice'),
+    'gate_xi': ('synth_snb_gate_xi', dict(gate_input='h_xi'), 'the gate observes [h_t; ξ_t] (ours, not Eq. 10)'),
+    'eta_cpu': ('synth_snb_eta_cpu', dict(eta=CPU_ETA), f'η = {CPU_ETA:g} (the cpu PTB runs\' choice)')}
+
+# %% ../nbs/10_span_buffer.ipynb #8cdcd3de
+RECALL_VARIANTS = {   # the models of the recall check: name -> (change from its +SNB as printed, or None for the base LM; its label)
+    'base': (None, 'AWD-LSTM'),
+    'snb': ({}, '+ SNB as printed'),
+    'snb_eta0': (dict(eta=0.), '+ SNB, η = 0'),
+    # from here: a cache of single states h_i (Table 3's w/o RNN-minus); without the reward, and also without annealing (the gate's
+    # gradient undivided); with the reward as printed, and in expectation (the reward is what should teach the gate where q wins)
+    'snb_eta0_no_rnn_minus': (dict(eta=0., rnn_minus=False), '+ SNB, η = 0, w/o RNN-minus (s_i = h_i)'),
+    'snb_eta0_no_rnn_minus_T1': (dict(eta=0., rnn_minus=False, train_temp=1.), '+ SNB, η = 0, w/o RNN-minus, T = 1 in training'),
+    'snb_no_rnn_minus': (dict(rnn_minus=False), '+ SNB as printed, w/o RNN-minus'),
+    'snb_no_rnn_minus_expected': (dict(rnn_minus=False, reward_form='expected'), "+ SNB w/o RNN-minus, the reward term's expectation (r λ)"),
+    'snb_eta0_no_rnn_minus_gate_xi': (dict(eta=0., rnn_minus=False, gate_input='h_xi'), '+ SNB, η = 0, w/o RNN-minus, the gate sees [h_t; ξ_t] (ours)'),
+    'snb_eta_cpu': (dict(eta=CPU_ETA), f'+ SNB, η = {CPU_ETA:g} (the cpu PTB choice)')}
+
+# %% ../nbs/10_span_buffer.ipynb #a6f55d29
+@dataclass(frozen=True, kw_only=True)
+class SNBScale:
+    "One scale of the paper's runs: the settings that change between scales (the rest is the same at every scale)."
+    # Tables 1–2: the LMs (base and +SNB, softmax and MoS heads) on PTB, and on WikiText-2
+    synth: dict | None = None            # smoke: the LMs' corpus is the synthetic one of these `SynthConfig` arguments, standing in for PTB (None: the named corpus)
+    synth_articles: int | None = None    # smoke: WikiText-2's stand-in is that corpus cut into articles of this length (exercises article resets)
+    soft: AWDLSTMConfig | None           # the softmax LM (None: the core's cpu AWD-LSTM, 2 layers 200 -> 400 -> 200)
+    mos: AWDLSTMConfig | dict            # the MoS LM (a dict: `AWDLSTMConfig.mos_cpu` with these changes, at the softmax LM's vocabulary and depth)
+    snb: dict                            # the +SNB runs' buffer: `SNBConfig`'s changes to its defaults (Table 5's PTB setting)
+    wt2_soft: AWDLSTMConfig | None = None   # WikiText-2's own softmax LM, MoS LM and buffer (Table 5), the three together (None: PTB's)
+    wt2_mos: AWDLSTMConfig | None = None
+    wt2_snb: dict | None = None
+    wt2_seeds: int | None = None         # the WikiText-2 LMs train the first this many seeds (None: every seed)
+    train: dict | None                   # the LMs' `TrainConfig`: its fields beyond `LM_TRAIN` (None: the core's cpu recipe, unchanged)
+    mos_train: dict = field(default_factory=dict)   # the MoS LMs' changes to it
+    finetune_epochs: int = 0             # AWD-LSTM's second phase (averaged SGD from the start)
+    eval_bptt: int = 70                  # the LMs' validation and test window
+    # dynamic evaluation of the LMs (+DE rows)
+    de_stats_cap: int | None = None      # batches of gradient statistics (None: the whole training set)
+    de_splits: tuple = ('valid', 'test')  # the splits scored
+    de_max_tokens: int | None = None     # score only the first tokens of each split (None: all of it)
+    # analysis
+    sweep_spans: tuple = (4, 8)          # the sweep: span lengths L ...
+    sweep_buffers: tuple = (512, 2048)   # ... times buffer sizes B
+    fig5_tokens: int = 5000              # Figure 5 / Table 4: validation tokens read
+    screen_epochs: int | None = None     # the reward-reading screen: epochs of each run (None: no screen at this scale)
+    # the long-range checks (one seed each): the synthetic corpus, and the recall corpora
+    check_corpus: dict                   # `SynthConfig` arguments: a dependency distance d beyond the BPTT window
+    check_model: AWDLSTMConfig           # the LM of both checks
+    check_train: dict                    # `TrainConfig` arguments of both checks
+    check_snb: dict                      # `SNBConfig` arguments of the synthetic check's +SNB: a buffer covering d
+    recall: dict                         # `RecallConfig` arguments of the phrase corpus (the one-word corpora: `phrase_len=1`)
+    recall_buffer: int                   # the recall check's buffer: covers gap + phrase + the wait for REP
+    # throughput, and the reward term's gradient at initialisation
+    tp_buffers: tuple = ((8, 2048), (4, 512))   # (L, B) measured: Table 5's PTB and WT2 settings
+    tp_rounds: int = 5                   # interleaved rounds; medians over them
+    tp_threads: int | None = None        # torch threads while measuring (None: the process's)
+    tp_grad_batches: int = 8             # training windows of the gradient check
+
+# %% ../nbs/10_span_buffer.ipynb #3c033785
+LM_TRAIN = dict(weight_decay=1.2e-6, clip=0.25, variable_bptt=True, alpha=2., beta=1., eval_batch_size=10, progress=False)   # every LM's (but the core's cpu recipe)
+SMOKE_TRAIN = dict(optimizer='adam', lr=2e-2, batch_size=16, bptt=20, epochs=2, max_steps_per_epoch=8, log_interval=5)   # a few Adam steps
+AWD_TRAIN = dict(optimizer='sgd', lr=30., batch_size=20, bptt=70, nt_asgd=True, nonmono=5, log_interval=100)   # AWD-LSTM's (gpu, paper: epochs apart)
+MOS_TRAIN = dict(lr=20., batch_size=12, max_bptt=90)   # the MoS paper's changes to it
+
+# %% ../nbs/10_span_buffer.ipynb #799e1877
+CHECKS = dict(   # the long-range checks at cpu, gpu and paper scale
+    check_corpus=dict(n_train=200_000, n_valid=20_000, n_test=20_000, vocab_size=64, d=60),
+    check_model=AWDLSTMConfig.tiny(64, nlayers=2, emsize=32, nhid=64, dropout=0.1, dropouth=0.1, dropouti=0.1, dropoute=0., wdrop=0.1),
+    check_train=dict(optimizer='adam', lr=3e-3, weight_decay=0., clip=0.25, batch_size=32, bptt=35, variable_bptt=True, epochs=150, patience=8,
+                     min_delta=1e-3, lr_decay=2., lr_decay_threshold=0., eval_batch_size=10, progress=False),
+    # ^ the lr is halved only when validation gets worse: a rule that halves it whenever validation improves by < 0.02 ppl leaves it
+    #   near 0 long before any model learns to retrieve (see *The recall check*)
+    check_snb=dict(span_len=4, buffer_size=64, attn_size=32),
+    recall=dict(n_train=200_000, n_valid=20_000, n_test=20_000, gap=60), recall_buffer=128)
+
+# %% ../nbs/10_span_buffer.ipynb #d877f773
+SCALES = {
+    'smoke': SNBScale(
+        synth=dict(n_train=20_000, n_valid=2_000, n_test=1_000, vocab_size=64, d=10), synth_articles=400,
+        soft=AWDLSTMConfig.tiny(64, nlayers=2, emsize=16, nhid=32), mos=AWDLSTMConfig.tiny(64, nlayers=2, emsize=16, nhid=32, nhidlast=24, n_experts=3),
+        snb=dict(span_len=4, buffer_size=32, attn_size=16), wt2_seeds=1, train=SMOKE_TRAIN, eval_bptt=20,
+        de_stats_cap=10, de_max_tokens=300, sweep_spans=(2, 4), sweep_buffers=(16, 32), fig5_tokens=500, screen_epochs=1,
+        check_corpus=dict(n_train=20_000, n_valid=2_000, n_test=1_000, vocab_size=64, d=25), check_model=AWDLSTMConfig.tiny(64, nlayers=2, emsize=16, nhid=32),
+        check_train=LM_TRAIN | SMOKE_TRAIN | dict(bptt=10), check_snb=dict(span_len=4, buffer_size=32, attn_size=16),
+        recall=dict(n_train=20_000, n_valid=2_000, n_test=1_000, gap=15, p_rep=0.5), recall_buffer=32,
+        tp_buffers=((4, 32), (2, 16)), tp_rounds=2, tp_grad_batches=2),
+    'cpu': SNBScale(   # the core's cpu model and recipe, unchanged (see Scales); MoS at the MoS paper's lr 20
+        soft=None, mos=dict(n_experts=3), snb=dict(span_len=8, buffer_size=512, attn_size=64, eta=CPU_ETA), train=None, mos_train=dict(lr=20.),
+        de_splits=('test',), screen_epochs=3, tp_buffers=((8, 2048), (8, 512)), tp_threads=1, **CHECKS),
+    'gpu': SNBScale(   # Table 5 and the base models' own settings, 60 epochs
+        soft=AWDLSTMConfig.awd_ptb(), mos=AWDLSTMConfig.mos_ptb(), snb={},
+        wt2_soft=AWDLSTMConfig.awd_wt2(), wt2_mos=AWDLSTMConfig.mos_wt2(), wt2_snb=dict(span_len=4, buffer_size=512, train_temp=10., eval_temp=0.01),
+        train=AWD_TRAIN | dict(epochs=60), mos_train=MOS_TRAIN, **CHECKS),
+    'paper': SNBScale(   # as gpu, at the papers' lengths: 500 epochs (MoS 1000) + 500 of fine-tuning
+        soft=AWDLSTMConfig.awd_ptb(), mos=AWDLSTMConfig.mos_ptb(), snb={},
+        wt2_soft=AWDLSTMConfig.awd_wt2(), wt2_mos=AWDLSTMConfig.mos_wt2(), wt2_snb=dict(span_len=4, buffer_size=512, train_temp=10., eval_temp=0.01),
+        train=AWD_TRAIN | dict(epochs=500), mos_train=MOS_TRAIN | dict(epochs=1000), finetune_epochs=500, **CHECKS)}
+
+# %% ../nbs/10_span_buffer.ipynb #a50c78f8
+def _train_cfg(scale: str, mos: bool = False) -> TrainConfig:
+    "The training config of the LM runs at `scale` (the same for base and +SNB): its row of `SCALES`, or the core's cpu recipe (09_awd_lstm)."
+    S = SCALES[scale]
+    t = core.awd_configs('cpu')[0].train if S.train is None else TrainConfig(**(LM_TRAIN | S.train))
+    return replace(t, **S.mos_train) if mos else t
+
+# %% ../nbs/10_span_buffer.ipynb #5c287135
+def lm_configs(scale: str, corpus: str = 'ptb', data_path: str | None = None) -> dict[str, SNBExp]:
+    "The four LMs of Tables 1–2 at `scale` on `corpus` ('ptb' or 'wikitext-2'): base and +SNB, softmax and MoS heads."
+    S, wt2 = SCALES[scale], corpus == 'wikitext-2'
+    synth = None if S.synth is None else SynthConfig(**S.synth, article_len=S.synth_articles if wt2 else None)
+    soft, mos, snb = (S.wt2_soft, S.wt2_mos, S.wt2_snb) if wt2 and S.wt2_soft is not None else (S.soft, S.mos, S.snb)
+    if soft is None: soft = core.awd_configs('cpu')[0].model   # the core's cpu AWD-LSTM
+    if isinstance(mos, dict): mos = AWDLSTMConfig.mos_cpu(vocab_size=soft.vocab_size, nlayers=soft.nlayers, **mos)
+    snb = SNBConfig(**snb)
+    if scale == 'cpu' and READING is not None: snb = replace(snb, reward_form=READING[0], eta=READING[1])   # the chosen reward reading
+    base = dict(corpus=corpus if synth is None else 'synthetic', synth=synth, finetune_epochs=S.finetune_epochs, eval_bptt=S.eval_bptt, data_path=data_path)
+    return dict(awd=SNBExp(model=soft, snb=None, train=_train_cfg(scale), **base), awd_snb=SNBExp(model=soft, snb=snb, train=_train_cfg(scale), **base),
+                mos=SNBExp(model=mos, snb=None, train=_train_cfg(scale, True), **base), mos_snb=SNBExp(model=mos, snb=snb, train=_train_cfg(scale, True), **base))
+
+# %% ../nbs/10_span_buffer.ipynb #42369c42
+def _lm_specs(cfgs: dict, seeds: list, mos_seeds: list, prefix: str = '') -> dict[str, list[Spec]]:
+    did = data_identity(cfgs['awd'].corpus)
+    return {k: [Spec(train_lm, c, s, name=prefix + k, data_id=did) for s in (mos_seeds if k.startswith('mos') else seeds)] for k, c in cfgs.items()}
+
+# %% ../nbs/10_span_buffer.ipynb #f354b820
+def _de_specs(lms: dict[str, list[Spec]], scale: str, prefix: str = '') -> list[Spec]:
+    S = SCALES[scale]
+    dyn = DynEvalConfig.paper(max_stats_batches=S.de_stats_cap)
+    kw = dict(splits=S.de_splits, max_tokens=S.de_max_tokens)
+    return [Spec(dyneval_lm, DynEvalExp(lm=l.cfg, lm_run=l.folder, dyn=dyn, **kw), l.seed, name=f'{l.name}_de', data_id=l.data_id, needs=(l,))
+            for specs in lms.values() for l in specs]
+
+# %% ../nbs/10_span_buffer.ipynb #89276f08
+def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Plan:
+    "The runs of every part at `scale` (its settings: `SCALES[scale]`)."
+    S = SCALES[scale]
+    mos_seeds = seeds   # every scale: the issue asks for >= 3 seeds of the base and +SNB rows, MoS included
+    cfgs = lm_configs(scale, 'ptb', data_path)
+    lms = _lm_specs(cfgs, seeds, mos_seeds)
+    if scale == 'cpu':   # the base rows are the core's cpu AWD-LSTM runs and their dynamic evaluation: shared with 09_awd_lstm
+        cp = core.make_plan('cpu', seeds, data_path)
+        lms['awd'] = [borrow(s, 'awd_lstm', 'awd') for s in cp.parts['lm']]
+        des = [borrow(s, 'awd_lstm', 'awd_de') for s in cp.parts['dynamic_eval']] + _de_specs({k: v for k, v in lms.items() if k != 'awd'}, scale)
+    else: des = _de_specs(lms, scale)
+    main, did = lms['awd_snb'][0], lms['awd_snb'][0].data_id
+    snb = cfgs['awd_snb'].snb
+    abl = {'no_anneal_train': dict(train_temp=1.), 'no_reward': dict(eta=0.), 'no_rnn_minus': dict(rnn_minus=False)}
+    ablations = [Spec(train_lm, replace(main.cfg, snb=replace(snb, **kw)), main.seed, name=k, data_id=did) for k, kw in abl.items()]
+    # what the paper leaves open, tried on PTB: the other reading of Eq. 4's indices (C_t is the prefix *of* the predicted word,
+    # so its newest span ends at h_t), and a smaller eta (the paper gives none; see 'Which spans')
+    readings = [Spec(train_lm, replace(main.cfg, snb=replace(snb, **kw)), main.seed, name=k, data_id=did)
+                for k, kw in ({'lag0': dict(lag=0)} | {k: dict(eta=e) for k, e in ETA_READINGS.items() if e != snb.eta}).items()]
+    sweep = [main if (L, B) == (snb.span_len, snb.buffer_size) else
+             Spec(train_lm, replace(main.cfg, snb=replace(snb, span_len=L, buffer_size=B)), main.seed, name=f'L{L}_B{B}', data_id=did)
+             for L in S.sweep_spans for B in S.sweep_buffers]
+    # the long-range check: dependency distance d beyond the BPTT window, buffer covering it
+    sy, sm, st, ss = SynthConfig(**S.check_corpus), S.check_model, TrainConfig(**S.check_train), SNBConfig(**S.check_snb)
+    syn = [Spec(train_lm, SNBExp('synthetic', sm, snb, st, synth=sy, eval_bptt=70, test_batch_size=10), s, name=n)
+           for s in seeds[:1] for n, snb in (('synth_base', None), ('synth_snb', ss),         # the check, then its diagnostics
+                                             *((n, replace(ss, **kw)) for n, kw, _ in SYNTH_DIAGNOSTICS.values()))]
+    # the recall check: the moment a phrase repeats is observable (a REP marker), its words lie `gap` > BPTT back, in the buffer
+    rc, rs = RecallConfig(**S.recall), replace(ss, buffer_size=S.recall_buffer)
+    # three corpora, the repeat always beyond the BPTT window: one word echoed where it first appears, one word, a phrase of 4 words
+    corpora = {'recall1_echo': replace(rc, phrase_len=1, echo=True),   # one word, echoed once when it first appears: an LM's state then holds it
+               'recall1': replace(rc, phrase_len=1), 'recall': rc}
+    variants = {v: None if kw is None else replace(rs, **kw) for v, (kw, _) in RECALL_VARIANTS.items()}
+    runs_on = {'recall1_echo': list(variants), 'recall1': ['base', 'snb_eta0_no_rnn_minus'], 'recall': ['base', 'snb_eta0']}
+    recall = [Spec(train_lm, SNBExp('synthetic', sm, variants[v], st, synth=corpora[c], eval_bptt=70, test_batch_size=10), s, name=f'{c}_{v}')
+              for s in seeds[:1] for c in corpora for v in runs_on[c]]
+    wt2 = {} if scale == 'cpu' else _lm_specs(lm_configs(scale, 'wikitext-2', data_path), seeds[:S.wt2_seeds], mos_seeds[:S.wt2_seeds], 'wt2_')
+    fig5 = Spec(snapshot_lm, SnapshotExp(lm=main.cfg, lm_run=main.folder, max_tokens=S.fig5_tokens), main.seed, name='fig5', data_id=did, needs=(main,))
+    tp = ThroughputExp(model=cfgs['awd'].model, snb=replace(snb, eta=1.), buffers=S.tp_buffers, batch_size=cfgs['awd'].train.batch_size,
+                       bptt=cfgs['awd'].train.bptt, rounds=S.tp_rounds, threads=S.tp_threads, corpus=cfgs['awd'].corpus, synth=cfgs['awd'].synth,
+                       data_path=data_path, grad_batches=S.tp_grad_batches)   # snb at eta = 1: eta changes no timing; the gradient check is at eta = 1
+    plan = Plan('span_buffer', scale, {
+        'lm': [s for v in lms.values() for s in v], 'dynamic_eval': des, 'ablations': ablations, 'readings': readings, 'sweep': sweep,
+        'synthetic': syn, 'recall': recall, 'wt2': [s for v in wt2.values() for s in v] + _de_specs(wt2, scale, ''), 'figures': [fig5],
+        'throughput': [Spec(snb_throughput, tp, seeds[0], name='throughput', data_id=data_identity(cfgs['awd'].corpus))],
+        'screen': screen_specs(main, S.screen_epochs) if S.screen_epochs else [],
+        'forms': form_specs(_printed(main, scale), READING) if scale == 'cpu' else []})
+    return core.with_retired(plan, make_plan, seeds, data_path)   # the runs of the former cpu recipe stay found

@@ -8,16 +8,16 @@ BIN = Path(sys.executable).parent
 
 
 def test_export_is_in_sync(tmp_path):
-    "`make export` (`.ci/export.py`: the stock `nbdev_export` after resetting the modules it appends to), run twice into an empty package, writes memlm/ byte for byte: none stale, nothing appended twice."
+    "A stock `nbdev_export`, run twice into an empty package, writes memlm/ byte for byte: one module per notebook, none stale, nothing appended twice."
     shutil.copytree(ROOT/'nbs', tmp_path/'nbs', ignore=shutil.ignore_patterns('.ipynb_checkpoints'))
     for name in ('settings.ini', 'setup.py', 'memlm/__init__.py'): (tmp_path/name).parent.mkdir(exist_ok=True); shutil.copy(ROOT/name, tmp_path/name)
-    for _ in range(2): subprocess.run([str(BIN/'python'), str(ROOT/'.ci'/'export.py')], cwd=tmp_path, check=True, capture_output=True)
+    for _ in range(2): subprocess.run([str(BIN/'nbdev_export')], cwd=tmp_path, check=True, capture_output=True)
     lib = lambda root: {p.relative_to(root): p.read_bytes() for p in (root/'memlm').rglob('*.py') if '__pycache__' not in p.parts}
     before, after = lib(ROOT), lib(tmp_path)
     stale = sorted(str(k) for k in set(before) - set(after))
     assert not stale, f'no notebook writes {stale}: git rm them'
     changed = sorted(str(k) for k in after if before.get(k) != after[k])
-    assert not changed, f'make export changes {changed}: edit the notebooks and run make export (a bare nbdev_export appends the runs and plan cells again)'
+    assert not changed, f'nbdev_export changes {changed}: edit the notebooks and run nbdev_export (or make export)'
 
 
 def _make(*args):
@@ -89,9 +89,3 @@ def test_provenance_dirty_flag_ignores_run_outputs(tmp_path):
     assert dirty() == 'False'
     (clone/'memlm'/'__init__.py').write_text((clone/'memlm'/'__init__.py').read_text() + '# edited\n')
     assert dirty() == 'True'
-
-
-def test_no_module_over_500_lines():
-    "One job per module: no library module (nbdev's generated index aside) is over 500 lines."
-    long = {p.name: n for p in (ROOT/'memlm').glob('*.py') if p.name != '_modidx.py' and (n := len(p.read_text().splitlines())) > 500}
-    assert not long, f'modules over 500 lines (split them by job): {long}'
