@@ -45,8 +45,9 @@ def _record(d: Path) -> dict | None:
 def pending(items, seeds=(0, 1, 2), data_path: str | None = None, device: str | None = None,
             pinned: list | None = None) -> list[tuple[Plan, Spec]]:
     """The runs not yet done, in priority order: `items` are `(paper, scale, parts)` or `(Plan, parts)`. With `device`: only the
-    runs whose comparison partners (the item's runs of the same seed) have trained on none or on the same kind of device, so
-    that both arms of a seed train on one kind; the others go to `pinned` as `(folder, kind they need)`."""
+    runs whose seed (the item's runs of that seed, the run itself included: a started run finishes where it started) has
+    trained on no device yet or on this kind, so that both arms of a seed train on one kind; the others go to `pinned` as
+    `(folder, kind they need)`."""
     out, seen = [], set()
     for it in items:
         plan, parts = (it[0], it[1]) if isinstance(it[0], Plan) else (paper_plan(it[0], it[1], list(seeds), data_path), list(it[2]))
@@ -58,7 +59,7 @@ def pending(items, seeds=(0, 1, 2), data_path: str | None = None, device: str | 
         for s in specs:
             d = plan.dir(s)
             if (recs[s.folder] or {}).get('status') == 'done' or d in seen: continue
-            other = kinds[s.seed] - {on.get(s.folder)}
+            other = kinds[s.seed]                                          # its partners' kinds and, if it started, its own
             if device is not None and other and device_kind(device) not in other:
                 if pinned is not None: pinned.append((s.folder, ', '.join(sorted(other))))
                 continue
