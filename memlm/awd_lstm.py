@@ -18,7 +18,7 @@ from .plan import Plan
 from .registry import markdown_table
 
 # %% auto #0
-__all__ = ['GPU_BUDGET_S', 'GPU_ARM_FACTOR', 'GPU_CANDIDATES', 'PLATEAU_RULE', 'SCALES', 'PARTS', 'SCHEDULE_SEARCH',
+__all__ = ['GPU_BUDGET_S', 'GPU_ARM_FACTOR', 'GPU_CANDIDATES', 'GPU_MODEL', 'PLATEAU_RULE', 'SCALES', 'PARTS', 'SCHEDULE_SEARCH',
            'CPU_DECAY_AT', 'CPU_TAIL', 'AWDExp', 'train_awd', 'trained_awd', 'DynEvalExp', 'dyneval_awd',
            'ThroughputExp', 'awd_throughput', 'PackExp', 'pack_timing', 'choose_gpu_model', 'pack_specs', 'CoreScale',
            'scale_table', 'fixed_schedule', 'choose_schedule', 'schedule_specs', 'with_retired', 'awd_configs',
@@ -143,6 +143,9 @@ GPU_CANDIDATES = {       # name -> (model, batch size) of the gpu scale's core A
     '2x1150': (AWDLSTMConfig.awd_ptb(nlayers=2), 20),
     'paper': (AWDLSTMConfig.awd_ptb(), 20),
     'paper_b80': (AWDLSTMConfig.awd_ptb(), 80)}   # a larger batch changes the recipe: it would need its own schedule search
+
+GPU_MODEL: str | None = None   # the candidate `choose_gpu_model` picked from the gpu_fit records: None until a GPU has timed them
+                               # (then set it and the gpu row of SCALES; a campaign holds the gpu-scale comparisons back until then)
 
 def choose_gpu_model(timings: dict[str, dict], epochs: int, budget_s: float = GPU_BUDGET_S, arm_factor: float = GPU_ARM_FACTOR) -> str | None:
     "The candidate with the most parameters whose packed epoch x `arm_factor` x `epochs` fits `budget_s` (None: none fits)."

@@ -4,7 +4,7 @@
 
 # %% ../nbs/08a_campaign.ipynb #0fe34b46
 from __future__ import annotations
-import json, os, tarfile, time
+import importlib, json, os, tarfile, time
 from concurrent.futures import ProcessPoolExecutor, wait, FIRST_COMPLETED
 import multiprocessing as mp
 from pathlib import Path
@@ -13,19 +13,21 @@ from .plan import Plan, paper_plan
 from .registry import results_dir
 
 # %% auto #0
-__all__ = ['PRIORITY', 'MAX_FILES', 'MAX_BYTES', 'device_kind', 'pending', 'run_campaign', 'pack', 'unpack']
+__all__ = ['PRIORITY', 'MAX_FILES', 'MAX_BYTES', 'device_kind', 'gpu_scale_set', 'held_items', 'pending', 'run_campaign', 'pack',
+           'unpack']
 
 # %% ../nbs/08a_campaign.ipynb #e15cc759
-# (paper, scale, parts): the order a GPU machine spends its time in
+# (paper, scale, parts[, 'alone']): the order a GPU machine spends its time in
 PRIORITY = (
     ('awd_lstm', 'cpu', ('schedule', 'lm', 'dynamic_eval')),        # the core's fixed-schedule recipe and its seeds (verdicts issue)
     ('phrase_induction', 'cpu', ('table1', 'ablations')),           # phrase induction re-decided on that recipe
     ('span_buffer', 'cpu', ('screen',)),                            # the span buffer's reward readings (one seed, 3 epochs each)
     ('span_buffer', 'cpu', ('forms',)),                             # each reward reading at full length, then the clipping reading
     ('span_buffer', 'cpu', ('lm', 'dynamic_eval')),                 # span buffer Table 1 on the chosen reward reading
+    ('awd_lstm', 'gpu', ('gpu_fit',), 'alone'),                     # which gpu scale fits: candidates timed packed, nothing beside them
     ('dynamic_skip', 'cpu', ('ner_schedule',)),                     # the NER schedule pilot, then Table 2 on the schedule it fixes
     ('dynamic_skip', 'cpu', ('ner',)),
-    ('span_buffer', 'gpu', ('lm',)),                                # then the gpu-scale effect claims
+    ('span_buffer', 'gpu', ('lm',)),                                # then the gpu-scale effect claims, once the gpu scale is chosen
     ('phrase_induction', 'gpu', ('table1',)),
     ('short_attention', 'gpu', ('table1',)),
     ('dynamic_skip', 'gpu', ('ptb',)))
@@ -35,6 +37,16 @@ def device_kind(device: str | None) -> str:
     "'cpu' or 'gpu' from a device name as records hold it ('cpu', 'cuda', 'NVIDIA H100 80GB HBM3', ...)."
     return 'cpu' if not device or device.lower().startswith('cpu') else 'gpu'
 
+# %% ../nbs/08a_campaign.ipynb #503fc240
+def gpu_scale_set() -> bool:
+    "Whether the core's gpu scale has been chosen from its packed timings (`memlm.awd_lstm.GPU_MODEL`, read off part `gpu_fit`)."
+    return importlib.import_module('memlm.awd_lstm').GPU_MODEL is not None
+
+def held_items(items) -> list:
+    "The gpu-scale items a campaign holds back while the gpu scale is not chosen (the timing that chooses it, part `gpu_fit`, runs)."
+    if gpu_scale_set(): return []
+    return [it for it in items if not isinstance(it[0], Plan) and it[1] == 'gpu' and 'gpu_fit' not in it[2]]
+
 # %% ../nbs/08a_campaign.ipynb #5c516e11
 def _record(d: Path) -> dict | None:
     "A run's record (None: none yet, or unreadable: the campaign reruns it)."
@@ -43,11 +55,11 @@ def _record(d: Path) -> dict | None:
 
 # %% ../nbs/08a_campaign.ipynb #60bedb31
 def pending(items, seeds=(0, 1, 2), data_path: str | None = None, device: str | None = None,
-            pinned: list | None = None) -> list[tuple[Plan, Spec]]:
+            pinned: list | None = None, alone: set | None = None) -> list[tuple[Plan, Spec]]:
     """The runs not yet done, in priority order: `items` are `(paper, scale, parts)` or `(Plan, parts)`. With `device`: only the
     runs whose seed (the item's runs of that seed, the run itself included: a started run finishes where it started) has
     trained on no device yet or on this kind, so that both arms of a seed train on one kind; the others go to `pinned` as
-    `(folder, kind they need)`."""
+    `(folder, kind they need)`. The run folders of items marked `'alone'` go to `alone`."""
     out, seen = [], set()
     for it in items:
         plan, parts = (it[0], it[1]) if isinstance(it[0], Plan) else (paper_plan(it[0], it[1], list(seeds), data_path), list(it[2]))
@@ -64,6 +76,7 @@ def pending(items, seeds=(0, 1, 2), data_path: str | None = None, device: str | 
                 if pinned is not None: pinned.append((s.folder, ', '.join(sorted(other))))
                 continue
             seen.add(d); out.append((plan, s))
+            if alone is not None and it[-1] == 'alone': alone.add(d)
     return out
 
 # %% ../nbs/08a_campaign.ipynb #67cbaa3d
@@ -77,17 +90,20 @@ def _job(spec: Spec, root: str, deadline: float, device: str, threads: int | Non
 def run_campaign(items=PRIORITY, *, budget_s: float = 540., workers: int = 4, device: str | None = None, seeds=(0, 1, 2),
                  data_path: str | None = None, margin_s: float = 45., min_start_s: float = 60., threads: int | None = None, log=print) -> dict:
     """Run the pending runs of `items` in priority order, `workers` at a time, all stopping by `budget_s - margin_s`.
-    No run starts with less than `min_start_s` left. Returns {'done', 'incomplete', 'failed', 'not_started', 'dirs' (run folders touched)}."""
+    No run starts with less than `min_start_s` left; a run of an `'alone'` item starts on an idle pool and nothing starts beside it;
+    gpu-scale comparisons wait for the gpu scale (`held_items`). Returns {'done', 'incomplete', 'failed', 'not_started',
+    'held' (items), 'dirs' (run folders touched)}."""
     import torch
     from memlm import campaign as this                  # worker processes import the job from the module
     device = device or ('cuda' if torch.cuda.is_available() else 'cpu')
     t0 = time.time(); deadline = t0 + budget_s - margin_s
     threads = threads or max(1, (os.cpu_count() or 1) // workers)     # the host's cores shared by the runs, no oversubscription
-    pinned = []
-    todo = pending(items, seeds, data_path, device=device, pinned=pinned)
+    pinned, alone, held = [], set(), held_items(items)
+    todo = pending([it for it in items if it not in held], seeds, data_path, device=device, pinned=pinned, alone=alone)
     log(f'campaign: {len(todo)} pending runs, {workers} at a time on {device}, deadline in {deadline - t0:.0f} s'
-        + (f'; {len(pinned)} left to another kind of device, where their partners of the same seed trained' if pinned else ''))
-    out = dict(done=[], incomplete=[], failed={}, not_started=[], dirs=[])
+        + (f'; {len(pinned)} left to another kind of device, where their partners of the same seed trained' if pinned else '')
+        + (f'; {len(held)} gpu-scale items held until the gpu scale is chosen (memlm.awd_lstm.GPU_MODEL, from part gpu_fit)' if held else ''))
+    out = dict(done=[], incomplete=[], failed={}, not_started=[], held=held, dirs=[])
     running, left = {}, list(todo)
     ctx = mp.get_context('spawn')
     with ProcessPoolExecutor(workers, mp_context=ctx) as ex:
@@ -95,6 +111,7 @@ def run_campaign(items=PRIORITY, *, budget_s: float = 540., workers: int = 4, de
             status = lambda s, plan: (load_record(plan.dir(s)) or {}).get('status')
             ready = [(p, s) for p, s in left if all(status(r, p) == 'done' for r in p.requires(s))]
             while ready and len(running) < workers and time.time() < deadline - min_start_s:
+                if running and (ready[0][0].dir(ready[0][1]) in alone or any(q.dir(r) in alone for q, r in running.values())): break
                 p, s = ready.pop(0); left.remove((p, s)); out['dirs'].append(p.dir(s))
                 running[ex.submit(this._job, s, str(p.dir(s).parent), deadline, device, threads)] = (p, s)
                 log(f'  started {s.folder} ({p.paper}, {p.scale})')
