@@ -20,9 +20,9 @@ from .registry import markdown_table
 # %% auto #0
 __all__ = ['GPU_BUDGET_S', 'GPU_ARM_FACTOR', 'GPU_CANDIDATES', 'GPU_MODEL', 'PLATEAU_RULE', 'SCALES', 'PARTS', 'SCHEDULE_SEARCH',
            'CPU_DECAY_AT', 'CPU_TAIL', 'AWDExp', 'train_awd', 'trained_awd', 'DynEvalExp', 'dyneval_awd',
-           'ThroughputExp', 'awd_throughput', 'PackExp', 'pack_timing', 'choose_gpu_model', 'pack_specs', 'CoreScale',
-           'scale_table', 'fixed_schedule', 'choose_schedule', 'schedule_specs', 'with_retired', 'awd_configs',
-           'make_plan']
+           'ThroughputExp', 'awd_throughput', 'PackExp', 'pack_timing', 'choose_gpu_model', 'pack_specs',
+           'recorded_gpu_epochs', 'CoreScale', 'scale_table', 'fixed_schedule', 'choose_schedule', 'schedule_specs',
+           'with_retired', 'awd_configs', 'make_plan']
 
 # %% ../nbs/09_awd_lstm.ipynb #86d0011f
 @dataclass
@@ -155,6 +155,28 @@ def choose_gpu_model(timings: dict[str, dict], epochs: int, budget_s: float = GP
 def pack_specs(scale: str, seed: int) -> list[Spec]:
     "The packed timing of every candidate: part `gpu_fit` of the gpu scale (a few minutes of a GPU, run alone: `make runs ... WORKERS=1`)."
     return [Spec(pack_timing, PackExp(m, batch_size=b), seed, name=f'gpu_fit_{k}') for k, (m, b) in GPU_CANDIDATES.items()] if scale == 'gpu' else []
+
+# %% ../nbs/09_awd_lstm.ipynb #ba56a660
+import json, statistics
+from pathlib import Path
+
+def recorded_gpu_epochs(root: Path,             # a results root (`results/`)
+                        epochs: int,            # the recipe's length
+                        budget_s: float = GPU_BUDGET_S) -> list[dict]:
+    "Every recorded run that trained on a GPU (by its provenance): device, median seconds per epoch from its log, the recipe at that rate."
+    rows = []
+    for rec in sorted(Path(root).glob('*/*/runs/*/record.json')):
+        try: r = json.loads(rec.read_text())
+        except (OSError, json.JSONDecodeError): continue
+        dev = (r.get('provenance') or {}).get('device') or ''
+        if dev.lower().startswith('cpu') or not dev: continue
+        log = rec.parent/'train.log.jsonl'
+        ts = [e['time_s'] for e in map(json.loads, log.read_text().splitlines() if log.exists() else []) if 'epoch' in e and 'time_s' in e]
+        if not ts: continue
+        s = statistics.median(ts)
+        rows.append(dict(run=f'{rec.parts[-5]}/{rec.parts[-4]}/{rec.parent.name}', device=dev, params=(r.get('metrics') or {}).get('params'),
+                         sec_per_epoch=s, epochs_logged=len(ts), recipe_s=s * epochs, fits=s * epochs <= budget_s))
+    return rows
 
 # %% ../nbs/09_awd_lstm.ipynb #dd8ae481
 @dataclass(frozen=True)
