@@ -134,7 +134,8 @@ MAX_FILES, MAX_BYTES = 8, 16_000_000
 def pack(dirs: list[Path], out_dir: Path, root: Path | None = None, max_files: int = MAX_FILES, max_bytes: int = MAX_BYTES,
          weights: bool = True) -> list[Path]:
     "Archive the run folders `dirs` (records and logs, then final weights where they fit) into <= `max_files` tar.gz of <= `max_bytes`."
-    root = Path(root or results_dir().parent); out_dir = Path(out_dir); out_dir.mkdir(parents=True, exist_ok=True)
+    root, res = Path(root or results_dir().parent), results_dir().resolve()
+    out_dir = Path(out_dir); out_dir.mkdir(parents=True, exist_ok=True)
     small = [f for d in dirs for f in sorted(Path(d).glob('*')) if f.is_file() and f.name not in ('.lock', '.session')]
     big = sorted((f for d in dirs for f in ckpt_home(d).glob('*/weights.fp16.pt')), key=lambda f: f.stat().st_size) if weights else []
     archives, cur, size = [], None, 0
@@ -151,6 +152,7 @@ def pack(dirs: list[Path], out_dir: Path, root: Path | None = None, max_files: i
         if f.suffix == '.pt':                                   # weights: by run, wherever this machine's checkpoints live
             run = next(d for d in dirs if ckpt_home(d) in f.parents)
             arc = '/'.join(('__ckpt__', *Path(run).resolve().parts[-4:], f.parent.name, f.name))
+        elif res in f.resolve().parents: arc = 'results/' + f.resolve().relative_to(res).as_posix()   # the results root, by its name here
         else: arc = f.relative_to(root).as_posix()
         cur.add(f, arcname=arc); size += est
     if cur is not None: cur.close()
