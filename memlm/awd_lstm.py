@@ -159,6 +159,8 @@ def pack_specs(scale: str, seed: int) -> list[Spec]:
 # %% ../nbs/09_awd_lstm.ipynb #ba56a660
 import json, statistics
 from pathlib import Path
+from .experiment import load_record, CorruptRecordError
+from .campaign import device_kind
 
 def recorded_gpu_epochs(root: Path,             # a results root (`results/`)
                         epochs: int,            # the recipe's length
@@ -166,10 +168,10 @@ def recorded_gpu_epochs(root: Path,             # a results root (`results/`)
     "Every recorded run that trained on a GPU (by its provenance): device, median seconds per epoch from its log, the recipe at that rate."
     rows = []
     for rec in sorted(Path(root).glob('*/*/runs/*/record.json')):
-        try: r = json.loads(rec.read_text())
-        except (OSError, json.JSONDecodeError): continue
-        dev = (r.get('provenance') or {}).get('device') or ''
-        if dev.lower().startswith('cpu') or not dev: continue
+        try: r = load_record(rec.parent)
+        except CorruptRecordError: continue
+        dev = (r.get('provenance') or {}).get('device')
+        if device_kind(dev) == 'cpu': continue
         log = rec.parent/'train.log.jsonl'
         ts = [e['time_s'] for e in map(json.loads, log.read_text().splitlines() if log.exists() else []) if 'epoch' in e and 'time_s' in e]
         if not ts: continue
