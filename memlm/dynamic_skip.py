@@ -647,6 +647,7 @@ class NERExp:
     lr_decay: float = 1.05           # lr divided by this after every epoch
     batch_size: int = 10
     clip: float = 5.
+    bucket: int = field(default=0, metadata={'key': 'if_set'})  # batches of similar length, pools of this many batches (0: iid, as Ma & Hovy)
     glove: str | None = field(default=None, metadata={'key': 'if_set'})   # a GloVe text file in the data folder (e.g. 'glove.6B.100d.txt'): Ma & Hovy's init
     data_path: str | None = field(default=None, metadata={'key': False})
 
@@ -697,7 +698,8 @@ def train_ner(cfg: NERExp, seed: int, ctx: RunContext) -> dict:
         with torch.no_grad():
             hit = vec.abs().sum(1) > 0; model.word_emb.weight[hit.to(ctx.device)] = vec[hit].to(ctx.device)
     task = BatchTask(tr, None, loss_fn=lambda out, b: out.nll.mean(), forward=lambda m, b: m(b),
-                     collate=lambda ex: ner_collate(ex, v), metrics={}, evaluate=lambda m: ner_f1(m, dev, v))
+                     collate=lambda ex: ner_collate(ex, v), metrics={}, evaluate=lambda m: ner_f1(m, dev, v),
+                     length=lambda ex: len(ex['words']), bucket=cfg.bucket)
     tcfg = TrainConfig(optimizer='sgd', lr=cfg.lr, weight_decay=0., clip=cfg.clip, epochs=cfg.epochs, batch_size=cfg.batch_size,
                        lr_decay=cfg.lr_decay, lr_decay_start=1, monitor='f1', monitor_mode='max', seed=seed, progress=False,
                        patience=cfg.patience)
@@ -826,6 +828,7 @@ class DynamicSkipScale:
     ner_pilot_epochs: int | None      # the schedule pilot (None: no pilot, Table 2 trains the paper's epochs)
     ner_epochs: int | None            # Table 2's epochs (None: NER_EPOCHS, read off the pilot; no Table 2 runs until it is set)
     ner_seeds: dict                   # seeds per row (a row not named: every seed)
+    ner_former: dict | None           # NERExp fields of a former design's recorded runs (seeds 0, 1 of every row), kept as readings
     # Table 4, IMDB; throughput
     imdb: dict                        # IMDBExp fields
     throughput: dict                  # ThroughputExp fields
@@ -837,7 +840,7 @@ SCALES = {
         fig5_n_train=None, fig5_lams=(0.5, 1.0), fig5_Ks=(2, 10),
         ptb=dict(corpus='synthetic', nhid=32, dropout=0.2, epochs=1, max_steps=12, bptt=20, lr_decay=1.2, lr_decay_start=None),
         ptb_seeds=1, fig6_seed=None,
-        ner=dict(corpus='fixture', hidden=12, word_dim=16, patience=None), ner_pilot_epochs=3, ner_epochs=2, ner_seeds={},
+        ner=dict(corpus='fixture', hidden=12, word_dim=16, patience=None, bucket=2), ner_pilot_epochs=3, ner_epochs=2, ner_seeds={}, ner_former=None,
         imdb=dict(corpus='fixture', max_len=12, min_count=1, emb=8, hidden=8, epochs=1),
         throughput=dict(sizes=((64, 20, 35),), rounds=1, steps=2, lm_vocab=200, lm_hidden=64, lm_rounds=2)),
     'cpu': DynamicSkipScale(
@@ -845,18 +848,19 @@ SCALES = {
         fig5_n_train=20_000, fig5_lams=(0.25, 0.5, 0.75, 1.0), fig5_Ks=(1, 3, 5, 10),
         ptb=dict(nhid=200, dropout=0.2, epochs=40, lr_decay=2.0, lr_decay_start=None, lr_decay_threshold=1.0, patience=3, min_delta=2e-3),
         ptb_seeds=2, fig6_seed=1,
-        ner=dict(patience=None), ner_pilot_epochs=NER_PILOT_EPOCHS, ner_epochs=None, ner_seeds={**dict.fromkeys(LAYERS, 1), 'lstm': 3, 'dynamic': 3},
+        ner=dict(patience=None, bucket=10), ner_pilot_epochs=NER_PILOT_EPOCHS, ner_epochs=None, ner_seeds={**dict.fromkeys(LAYERS, 1), 'lstm': 3, 'dynamic': 3},
+        ner_former=dict(epochs=15, patience=5),   # iid batches, early stopping: what bucketing is read against
         imdb=dict(epochs=5), throughput={}),
     'gpu': DynamicSkipScale(   # the paper's budgets
         number=dict(epochs=100), number_seeded_rows=None, long_epochs=100,
         fig5_n_train=None, fig5_lams=(0.25, 0.5, 0.75, 1.0), fig5_Ks=(1, 3, 5, 10),
         ptb={}, ptb_seeds=None, fig6_seed=None,
-        ner={}, ner_pilot_epochs=None, ner_epochs=50, ner_seeds={}, imdb={}, throughput={}),
+        ner={}, ner_pilot_epochs=None, ner_epochs=50, ner_seeds={}, ner_former=None, imdb={}, throughput={}),
     'paper': DynamicSkipScale(
         number=dict(epochs=100), number_seeded_rows=None, long_epochs=100,
         fig5_n_train=None, fig5_lams=(0.25, 0.5, 0.75, 1.0), fig5_Ks=(1, 3, 5, 10),
         ptb={}, ptb_seeds=None, fig6_seed=None,
-        ner={}, ner_pilot_epochs=None, ner_epochs=50, ner_seeds={}, imdb={}, throughput={})}
+        ner={}, ner_pilot_epochs=None, ner_epochs=50, ner_seeds={}, ner_former=None, imdb={}, throughput={})}
 
 # %% ../nbs/14_dynamic_skip.ipynb #d1ddb076
 PARTS = ('throughput', 'number', 'number_long', 'number_offset', 'number_offset_long', 'ptb', 'ner_schedule', 'ner', 'imdb', 'figures')
@@ -917,4 +921,9 @@ def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Pla
     lm6 = next((s for s in row6 if s.seed == (s0 if S.fig6_seed is None else S.fig6_seed)), row6[0])
     fig6 = Spec(fig6_skips, Fig6Exp(lm=lm6.cfg, lm_run=lm6.folder), lm6.seed, name='fig6_skips', data_id=ptb_id, needs=(lm6,))
     parts['figures'] = [fig4, *fig5, fig6]
-    return Plan('dynamic_skip', scale, {p: parts[p] for p in PARTS})
+    plan = Plan('dynamic_skip', scale, {p: parts[p] for p in PARTS})
+    if S.ner_former is not None:   # the former design's taggers: recorded, never run again
+        former = [Spec(train_ner, replace(NERExp(data_path=data_path), kind=k, **S.ner_former), s, name=f'ner_{k}', data_id=ner_id)
+                  for k in LAYERS for s in (0, 1)]
+        plan.retired = [s for s in former if (plan.dir(s)/'record.json').exists()]
+    return plan

@@ -157,11 +157,13 @@ def ner_f1(model: NERTagger, sents: list[dict], v: NERVocabs, batch_size: int = 
     "Entity-level precision, recall and F1 (seqeval, strict BIOES matching, in %) of Viterbi-decoded tags."
     from seqeval.metrics import f1_score, precision_score, recall_score
     from seqeval.scheme import IOBES
-    dev, pred = next(model.parameters()).device, []
+    dev, pred = next(model.parameters()).device, [None] * len(sents)
+    order = sorted(range(len(sents)), key=lambda i: len(sents[i]['words']))   # batches of similar length pad less
     with eval_mode(model):
         for i in range(0, len(sents), batch_size):
-            b = ner_collate(sents[i:i + batch_size], v)
-            pred += [[v.tags[j] for j in seq] for seq in model.decode(NERBatch(*(t.to(dev) for t in b)))]
+            idx = order[i:i + batch_size]
+            b = ner_collate([sents[j] for j in idx], v)
+            for j, seq in zip(idx, model.decode(NERBatch(*(t.to(dev) for t in b)))): pred[j] = [v.tags[k] for k in seq]
     gold = [s['tags'] for s in sents]
     kw = dict(mode='strict', scheme=IOBES, zero_division=0)
     return dict(f1=100 * f1_score(gold, pred, **kw), precision=100 * precision_score(gold, pred, **kw),

@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 # %% auto #0
-__all__ = ['partial_shuffle', 'lm_loss', 'LMTask', 'accuracy', 'BatchTask']
+__all__ = ['partial_shuffle', 'lm_loss', 'LMTask', 'bucket_order', 'accuracy', 'BatchTask']
 
 # %% ../nbs/03a_tasks.ipynb #5c8d4652
 import math
@@ -91,6 +91,18 @@ class LMTask:
     def state_dict(self) -> dict: return dict(hidden=self.hidden)
     def load_state_dict(self, d: dict): self.hidden = _to_device(d['hidden'], self.device)
 
+# %% ../nbs/03a_tasks.ipynb #1c89db0a
+def bucket_order(order: torch.Tensor,    # an epoch's shuffled example indices
+                 lengths: torch.Tensor,  # every example's length
+                 bs: int,                # batch size
+                 pool: int,              # batches per pool sorted together
+                 gen: torch.Generator) -> torch.Tensor:
+    "`order` regrouped into batches of similar length: pools of `pool` batches sorted by length, full batches shuffled, a short one last."
+    full = len(order) // bs * bs
+    pools = [c[lengths[c].argsort(stable=True)] for c in order[:full].split(pool * bs)]
+    batches = torch.cat(pools).view(-1, bs) if full else order[:0].view(0, bs)
+    return torch.cat([batches[torch.randperm(len(batches), generator=gen)].flatten(), order[full:]])
+
 # %% ../nbs/03a_tasks.ipynb #9f7af5dd
 def _to_device(x, device):
     "Move the tensors of a nested tuple/list/dict to `device`."
@@ -123,11 +135,16 @@ class BatchTask:
                  collate: Callable | None = None,  # collate(list of examples) -> batch (for lists of examples)
                  metrics: dict | None = None,      # name -> fn(out, batch) -> batch mean; default {'acc': accuracy}
                  evaluate: Callable | None = None, # evaluate(model) -> dict with cfg.monitor; replaces the default
+                 length: Callable | None = None,   # length(example), for `bucket`
+                 bucket: int = 0,                  # 0: iid batches; k: batches of similar length (`bucket_order`, pools of k batches)
                 ):
+        if bucket and length is None: raise ValueError(f'BatchTask(bucket={bucket}) needs length=, the length of an example')
         self.train, self.valid, self.collate, self.custom_eval = train, valid, collate, evaluate
         self.forward = forward or (lambda model, batch: model(batch[0]))
         self.loss_fn = loss_fn or (lambda out, batch: F.cross_entropy(out, batch[-1]))
         self.metrics = metrics if metrics is not None else ({} if loss_fn else {'acc': accuracy})
+        self.bucket = bucket
+        self.lengths = torch.tensor([length(ex) for ex in train]) if bucket else None
 
     def setup(self, model, cfg: TrainConfig): self.cfg, self.device = cfg, model_device(model)
     def _len(self, data): return len(data[0]) if isinstance(data, tuple) else len(data)
@@ -140,7 +157,9 @@ class BatchTask:
 
     def n_batches(self) -> int: return math.ceil(self._len(self.train) / self.cfg.batch_size)
     def batches(self, epoch: int, gen: torch.Generator) -> Iterator:
-        return self._iter(self.train, self.cfg.batch_size, torch.randperm(self._len(self.train), generator=gen))
+        order = torch.randperm(self._len(self.train), generator=gen)
+        if self.bucket: order = bucket_order(order, self.lengths, self.cfg.batch_size, self.bucket, gen)
+        return self._iter(self.train, self.cfg.batch_size, order)
     def lr_scale(self, batch) -> float: return 1.
 
     def loss(self, model, batch):
