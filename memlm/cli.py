@@ -83,7 +83,7 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument('--workers', default=1, type=positive_int)
     r.add_argument('--time-limit', default=None, type=time_limit)
     r.add_argument('--executor', default='process', type=choice(EXECUTORS, 'executor'))
-    r.add_argument('--rerun', action='store_true', help='train the named runs again even where a record exists (their weights are elsewhere)')
+    r.add_argument('--rerun', action='store_true', help='train the named runs again even where a record exists (their weights are elsewhere); what they need is reused where it finished')
     s = sub.add_parser('status', help="what a paper's plan has done and has left (no paper: every paper, a line each)")
     common(s, all_papers=True)
     c = sub.add_parser('check', help="check make reproduce's arguments and write papermill's parameters")

@@ -11,6 +11,7 @@ __all__ = ['Results', 'Plan', 'paper_plan', 'run_named', 'plan_status', 'mean_sd
 
 # %% ../nbs/05c_plan.ipynb #80229721
 import json, multiprocessing as mp, statistics, time, traceback
+from collections.abc import Collection
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -104,13 +105,14 @@ class Plan:
         "The folder of run `s`: in this plan's runs folder, or in its home paper's (`<scale>/<home>/runs`, beside this plan's)."
         return (self.root if not s.home or s.home == self.paper else self.root.parent.parent/s.home/'runs')/s.folder
 
-    def run(self, parts=None, *, workers: int = 1, time_limit_s: float | None = None, rerun: bool = False,
+    def run(self, parts=None, *, workers: int = 1, time_limit_s: float | None = None, rerun: bool | Collection[str] = False,
             device=None, margin_s: float | None = None, progress: bool = True, wait_locked: bool = False) -> Results:
         """Execute the missing runs of `parts`; returns their records (and what remains when the time limit hits). A run another
         process trains now (its folder locked) is left to it and listed as remaining (`wait_locked=True`: wait for it), so a
-        report rendered during a campaign does not block."""
+        report rendered during a campaign does not block. `rerun`: True retrains every run of `parts`, a collection of run folders
+        only those (what they extend or need is reused where it has finished)."""
         t0 = time.time()
-        rerun = rerun or self.scale == 'smoke'     # smoke runs test the code: never served from a cache
+        again = (lambda s: True) if rerun is True or self.scale == 'smoke' else (lambda s: s.folder in rerun) if rerun else (lambda s: False)   # smoke runs test the code: never served from a cache
         specs = self.specs(parts)
         margin = margin_s if margin_s is not None else (min(120., 0.05 * time_limit_s) if time_limit_s else 0.)
         deadline = t0 + time_limit_s - margin if time_limit_s is not None else None   # 0: start nothing, read the records
@@ -119,7 +121,7 @@ class Plan:
         for s in specs:
             try: rec = load_record(self.dir(s))
             except CorruptRecordError as e: corrupt.append(s); print(f'skipped: {e}', flush=True); continue
-            if rec is not None and rec['status'] == 'done' and not rerun: records[s.folder] = rec
+            if rec is not None and rec['status'] == 'done' and not again(s): records[s.folder] = rec
             elif not wait_locked and (who := lock_holder(self.dir(s))):   # another process trains it now: not waited for
                 elsewhere.append(s); print(f'{s.folder}: running elsewhere ({who}); not waited for', flush=True)
             else: todo.append(s)
@@ -130,7 +132,7 @@ class Plan:
         if workers <= 1 or len(todo) <= 1:
             for s in todo:
                 if deadline is not None and time.time() >= deadline or not self._ready(s, records): remaining.append(s); continue
-                records[s.folder] = execute(s, self.dir(s).parent, deadline=deadline, rerun=rerun, device=device)
+                records[s.folder] = execute(s, self.dir(s).parent, deadline=deadline, rerun=again(s), device=device)
                 if progress: print(_run_line(records[s.folder], s))
         else:
             local = sorted({fn_name(s.fn) for s in todo if s.fn.__module__ == '__main__'})
@@ -144,7 +146,7 @@ class Plan:
                     for i, s in enumerate(wave):
                         if deadline is not None and time.time() >= deadline or not self._ready(s, records): remaining.append(s); continue
                         dev = f'cuda:{i % ngpu}' if ngpu else device
-                        futs[ex.submit(_worker_run, s, str(self.dir(s).parent), deadline, rerun, dev)] = s
+                        futs[ex.submit(_worker_run, s, str(self.dir(s).parent), deadline, again(s), dev)] = s
                     for f in as_completed(futs):
                         s = futs[f]; records[s.folder] = f.result()
                         if progress: print(_run_line(records[s.folder], s))
@@ -212,14 +214,15 @@ def run_named(paper: str, scale: str, items: list[str], workers: int = 1, time_l
               data_path: str | None = None, seeds: list[int] | None = None, executor: str = 'process', rerun: bool = False) -> Results:
     """Run the runs `'name:seed'` of `memlm.<paper>`'s plan at `scale`, built for `seeds` (None: the seeds named), so that a seed
     the plan does not have is refused; `executor` 'local' or 'slurm' submits them as submitit jobs (`memlm.cluster`). `rerun`: train
-    the named runs again even where they have a record (a finished run whose weights are not on this machine)."""
+    the named runs again even where they have a record (a finished run whose weights are not on this machine); what they extend
+    or need is reused where it has finished (name it too to retrain it)."""
     plan = paper_plan(paper, scale, sorted(set(seeds)) if seeds is not None else sorted({seed for _, seed in map(_run_item, items)}), data_path)
     sel = plan.select(items)
     if executor in ('local', 'slurm'):
         from memlm.cluster import submit_plan
         return submit_plan(sel, executor=executor)
     if executor != 'process': raise ValueError(f"unknown executor {executor!r}: use 'process', 'local' or 'slurm'")
-    return sel.run(workers=workers, time_limit_s=time_limit_s, rerun=rerun)
+    return sel.run(workers=workers, time_limit_s=time_limit_s, rerun={s.folder for s in sel.parts['selected']} if rerun else False)
 
 # %% ../nbs/05c_plan.ipynb #b385c71d
 def _finished(self: Plan, res: Results | None = None, parts=None) -> Results:
