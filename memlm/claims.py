@@ -4,14 +4,15 @@
 
 # %% ../nbs/05b_claims.ipynb #cc6d4e9f
 from __future__ import annotations
-import csv, json
+import csv, functools, json
 from pathlib import Path
 from .registry import check_scale, results_dir, markdown_table, _fmt
 
 # %% auto #0
-__all__ = ['CLAIM_COLUMNS', 'COUNTED', 'TESTED', 'read_claims', 'declare_seeds', 'claim_value', 'trained_at', 'claim_note',
-           'claim_verdicts', 'summary_rows', 'summary_markdown', 'paper_status', 'claim_line', 'headline',
-           'claim_lines', 'claims_forest', 'write_results', 'unrecorded_claims']
+__all__ = ['CLAIM_COLUMNS', 'COUNTED', 'TESTED', 'read_claims', 'declare_seeds', 'retired_runs', 'former_runs', 'claim_value',
+           'former_value', 'trained_at', 'claim_note', 'claim_verdicts', 'summary_rows', 'summary_markdown',
+           'paper_status', 'claim_line', 'headline', 'claim_lines', 'claims_forest', 'write_results',
+           'unrecorded_claims']
 
 # %% ../nbs/05b_claims.ipynb #23eae526
 CLAIM_COLUMNS = ('claim', 'paper_value', 'result', 'key', 'kind', 'expect', 'tol', 'n', 'n_basis', 'note')
@@ -63,21 +64,51 @@ def declare_seeds(paper: str, results: tuple, pilot_sd_pct: float, basis: str, n
     return changed
 
 # %% ../nbs/05b_claims.ipynb #1f11fdd3
-def claim_value(c: dict, scales=('paper', 'gpu', 'cpu')) -> dict | None:
-    """Ours for claim `c` at the largest scale with a complete record (else a partial one): value, sd, n, scale, partial, commit;
-    None when not run. A complete value also carries, as `larger`, a partial one recorded at a larger scale (else None)."""
-    partial = None
+@functools.lru_cache(maxsize=None)
+def retired_runs(paper: str, scale: str, seeds: tuple) -> frozenset:
+    """The run folders `paper`'s current plan at `scale` keeps only as a former recipe's (`Plan.retired`, not also current);
+    empty where the paper has no plan module (a test's demo paper)."""
+    from memlm.plan import paper_plan
+    try: plan = paper_plan(paper, scale, list(seeds))
+    except ModuleNotFoundError as e:
+        if e.name != f'memlm.{paper}': raise
+        return frozenset()
+    return frozenset(s.folder for s in plan.retired) - {s.folder for s in plan.specs()}
+
+def former_runs(rec: dict, paper: str, scale: str, retired=retired_runs) -> list[str]:
+    "The runs behind aggregated record `rec` that the current plan has retired: its numbers are a former recipe's."
+    runs = [r for r in rec.get('runs') or [] if isinstance(r, str)]
+    return [r for r in runs if r in retired(paper, scale, tuple(rec.get('seeds') or (0, 1, 2)))] if runs else []
+
+def _records(c: dict, scales):
+    "(scale, path, record, value) of claim `c`'s result at each scale that has its key."
     for s in scales:
         p = results_dir()/s/c['paper']/f"{c['result']}.json"
         if not p.exists(): continue
-        rec = json.loads(p.read_text()); m = rec.get('metrics', {})
-        v = m.get(c['key'])
-        if v is None or isinstance(v, str): continue
-        o = dict(value=float(v), sd=m.get(f"{c['key']}_std"), n=m.get(f"{c['key']}_n"), scale=s, partial=bool(rec.get('missing')),
+        rec = json.loads(p.read_text()); v = rec.get('metrics', {}).get(c['key'])
+        if v is not None and not isinstance(v, str): yield s, p, rec, float(v)
+
+def claim_value(c: dict, scales=('paper', 'gpu', 'cpu'), retired=retired_runs) -> dict | None:
+    """Ours for claim `c` at the largest scale with a complete record (else a partial one): value, sd, n, scale, partial, commit;
+    None when not run. A complete value also carries, as `larger`, a partial one recorded at a larger scale (else None).
+    A record made of runs the current plan has retired (a former recipe's) is not ours any more: see `former_value`."""
+    partial = None
+    for s, p, rec, v in _records(c, scales):
+        if former_runs(rec, c['paper'], s, retired): continue
+        m = rec['metrics']
+        o = dict(value=v, sd=m.get(f"{c['key']}_std"), n=m.get(f"{c['key']}_n"), scale=s, partial=bool(rec.get('missing')),
                  commit=trained_at(rec, p.parent))
         if not o['partial']: return o | dict(larger=partial)   # `missing`: some of the record's runs are unfinished
         partial = partial or o
     return partial
+
+def former_value(c: dict, scales=('paper', 'gpu', 'cpu'), retired=retired_runs) -> str:
+    "What a former recipe's runs gave for claim `c`, for the note of a claim not yet re-run on the current one ('' if none)."
+    for s, p, rec, v in _records(c, scales):
+        if old := former_runs(rec, c['paper'], s, retired):
+            return (f"not re-run on the current recipe; the former recipe's runs gave {_fmt(v)} at {s} scale "
+                    f"({', '.join(old[:3])}{', …' if len(old) > 3 else ''})")
+    return ''
 
 # %% ../nbs/05b_claims.ipynb #2a05bade
 def trained_at(rec: dict, paper_dir: Path) -> str:
@@ -119,6 +150,7 @@ def claim_verdicts(paper: str | None = None, scales=('paper', 'gpu', 'cpu')) -> 
                             sd=i['sd'], n=i['n'], n_declared=i['n_declared'], scale=i['scale'] or '', partial=bool(o and o['partial']),
                             larger=o and o.get('larger'), commit=o['commit'] if o else '', note=claim_note(c, o['scale']) if o else '',
                             result=c['result'], key=c['key'], **v))
+            if o is None and (fv := former_value(c, scales)): out[-1]['why'] = fv   # kept from a former recipe: said, not counted
     return out
 
 # %% ../nbs/05b_claims.ipynb #e0dd2612
