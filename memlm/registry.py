@@ -164,9 +164,13 @@ class Experiment:
         with open(path, 'a') as f:
             f.write(json.dumps(_jsonable(dict(time=round(time.time() - self.t0, 2), **metrics))) + '\n')
 
-    def load(self, name: str) -> dict | None:
-        "The record `name` of this paper and scale, or None."
-        return load_result(self.paper, name, self.scale)
+    def load(self, name: str, former: bool = False) -> dict | None:
+        """The record `name` of this paper and scale, or None; None too where its runs are ones the paper's current plan has
+        retired (a former recipe's, `memlm.claims.former_runs`), unless `former`: findings read only the current recipe's."""
+        rec = load_result(self.paper, name, self.scale)
+        if rec is None or former: return rec
+        from memlm.claims import former_runs
+        return None if former_runs(rec, self.paper, self.scale) else rec
 
 # %% ../nbs/01_registry.ipynb #8a07c738
 def load_result(paper: str, name: str, scale: str) -> dict | None:
