@@ -84,6 +84,7 @@ def alignment_loss(c: Tensor,     # [N, H] contexts c_i
                    form: str = 'sigmoid',          # 'sigmoid': Eq. 16; 'squared': the released code's no-NS branch, mean (c - s)^2
                   ) -> Tensor:
     "l_CPA of Eq. 16 averaged over the N contexts: mean(1 - sigmoid(c.s)) + mean over negatives of sigmoid(c.s_neg) (or the squared-error form)."
+    if c.size(0) == 0: return c.sum() * 0.                     # a window of one word: no context has a phrase, no term (not the NaN of an empty mean)
     if form == 'squared': return (c - s).pow(2).mean()
     if form != 'sigmoid': raise ValueError(f"alignment form must be 'sigmoid' or 'squared', got {form!r}")
     loss = (1 - torch.sigmoid((c * s).sum(-1))).mean()
