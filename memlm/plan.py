@@ -112,7 +112,8 @@ class Plan:
         report rendered during a campaign does not block. `rerun`: True retrains every run of `parts`, a collection of run folders
         only those (what they extend or need is reused where it has finished)."""
         t0 = time.time()
-        again = (lambda s: True) if rerun is True or self.scale == 'smoke' else (lambda s: s.folder in rerun) if rerun else (lambda s: False)   # smoke runs test the code: never served from a cache
+        if self.scale == 'smoke': rerun = True     # smoke runs test the code: never served from a cache
+        def again(s: Spec) -> bool: return rerun is True or bool(rerun) and s.folder in rerun
         specs = self.specs(parts)
         margin = margin_s if margin_s is not None else (min(120., 0.05 * time_limit_s) if time_limit_s else 0.)
         deadline = t0 + time_limit_s - margin if time_limit_s is not None else None   # 0: start nothing, read the records
