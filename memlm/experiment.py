@@ -185,6 +185,21 @@ class RunContext:
             os.replace(tmp, self.log_path(stage))
         self.fits.append(fit_summary(hist, cfg.epochs, stage))
         return hist
+    def step(self, stage: str, key: str, fn: Callable[[], Any]) -> Any:
+        """`fn()`, one step of a loop that is not an epoch (a grid point, an evaluation), kept in the checkpoints as JSON: a resumed
+        run reuses what an earlier session computed. A step is not started when the deadline is nearer than the longest step of
+        `stage` so far (or already past): `TimeLimitReached`, and the next session continues from there."""
+        path = None if self.dir is None else self.ckpt_dir(stage)/'steps.json'
+        done = json.loads(path.read_text()) if path is not None and path.exists() else {}
+        if key in done: return done[key]['value']
+        need = max((d['time_s'] for d in done.values()), default=0.)
+        if self.deadline is not None and time.time() + need >= self.deadline:
+            raise TimeLimitReached(f'deadline reached before {stage} step {key!r} ({len(done)} kept, the longest took {need:.0f} s)')
+        t0 = time.time(); value = fn()
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            write_json(path, done | {key: dict(value=value, time_s=round(time.time() - t0, 3))})
+        return value
 
 # %% ../nbs/05_experiment.ipynb #ab1de891
 @dataclass

@@ -5,6 +5,7 @@
 # %% ../nbs/13_meta_dynamic.ipynb #91147a44
 from __future__ import annotations
 import contextlib, math, resource, time
+from typing import Callable
 from dataclasses import dataclass, field
 import torch, torch.nn.functional as F
 from torch import nn, Tensor
@@ -447,9 +448,13 @@ def curve_stop(hist: list[dict], tail: float = 0.25, tol: float = 0.005) -> dict
                 curve_tail_change=rel, curve_first=pts[0][1], curve_last=pts[-1][1], curve_best=min(p[1] for p in pts))
 
 # %% ../nbs/13_meta_dynamic.ipynb #f5302997
-def tune_dyneval(model, data: Tensor, cfgs: list, stats: dict | None = None, articles=None) -> tuple[DynEvalConfig, list[float]]:
-    "The config with the lowest dynamic-evaluation perplexity on `data` (validation text), and every config's perplexity."
-    ppls = [dynamic_evaluate(model, data, c, stats=stats, articles=articles)['ppl'] for c in cfgs]
+def tune_dyneval(model, data: Tensor, cfgs: list, stats: dict | None = None, articles=None,
+                 step: Callable | None = None,   # step(key, fn) -> fn(): a run's `partial(ctx.step, stage)` keeps each candidate's score
+                ) -> tuple[DynEvalConfig, list[float]]:
+    """The config with the lowest dynamic-evaluation perplexity on `data` (validation text), and every config's perplexity.
+    With `step`, a deadline cuts the grid between candidates and a resumed run scores only the ones not yet kept."""
+    step = step or (lambda key, fn: fn())
+    ppls = [step(f'{c.method} lr={c.lr!r}', lambda c=c: dynamic_evaluate(model, data, c, stats=stats, articles=articles)['ppl']) for c in cfgs]
     return cfgs[min(range(len(cfgs)), key=ppls.__getitem__)], ppls
 
 def peak_rss_mb() -> float:
@@ -659,7 +664,7 @@ def run_method(cfg: MethodExp, seed: int, ctx: RunContext) -> dict:
         cands = [replace(cfg.dyn, method='sgd', lr=x) for x in cfg.grid] if cfg.method == 'sgd' else \
                 [replace(cfg.dyn, method='rms', lr=cfg.dyn.lr * x) for x in cfg.grid]
         tune_text, tune_arts = choice if choice is not None else (valid, varts)
-        dcfg, ppls = tune_dyneval(model, tune_text, cands, stats, tune_arts)
+        dcfg, ppls = tune_dyneval(model, tune_text, cands, stats, tune_arts, step=functools.partial(ctx.step, 'grid'))
         update = sgd_update if cfg.method == 'sgd' else rms_update
         out.update(lr=dcfg.lr, grid=list(cfg.grid), grid_valid_ppl=ppls, tuned_at_edge=len(cfg.grid) > 1 and dcfg.lr in (cands[0].lr, cands[-1].lr),
                    dyn=vars(dcfg))
