@@ -7,12 +7,12 @@ from __future__ import annotations
 import csv, functools, json
 from pathlib import Path
 from .registry import check_scale, results_dir, markdown_table, _fmt
+from .plan import former_runs, retired_runs
 
 # %% auto #0
-__all__ = ['CLAIM_COLUMNS', 'COUNTED', 'TESTED', 'read_claims', 'declare_seeds', 'retired_runs', 'former_runs', 'claim_value',
-           'former_value', 'trained_at', 'claim_note', 'claim_verdicts', 'summary_rows', 'summary_markdown',
-           'paper_status', 'claim_line', 'headline', 'claim_lines', 'claims_forest', 'write_results',
-           'unrecorded_claims']
+__all__ = ['CLAIM_COLUMNS', 'COUNTED', 'TESTED', 'read_claims', 'declare_seeds', 'claim_value', 'former_value', 'trained_at',
+           'claim_note', 'claim_verdicts', 'summary_rows', 'summary_markdown', 'paper_status', 'claim_line', 'headline',
+           'claim_lines', 'claims_forest', 'write_results', 'unrecorded_claims']
 
 # %% ../nbs/05b_claims.ipynb #23eae526
 CLAIM_COLUMNS = ('claim', 'paper_value', 'result', 'key', 'kind', 'expect', 'tol', 'n', 'n_basis', 'note')
@@ -64,22 +64,6 @@ def declare_seeds(paper: str, results: tuple, pilot_sd_pct: float, basis: str, n
     return changed
 
 # %% ../nbs/05b_claims.ipynb #1f11fdd3
-@functools.lru_cache(maxsize=None)
-def retired_runs(paper: str, scale: str, seeds: tuple) -> frozenset:
-    """The run folders `paper`'s current plan at `scale` keeps only as a former recipe's (`Plan.retired`, not also current);
-    empty where the paper has no plan module (a test's demo paper)."""
-    from memlm.plan import paper_plan
-    try: plan = paper_plan(paper, scale, list(seeds))
-    except ModuleNotFoundError as e:
-        if e.name != f'memlm.{paper}': raise
-        return frozenset()
-    return frozenset(s.folder for s in plan.retired) - {s.folder for s in plan.specs()}
-
-def former_runs(rec: dict, paper: str, scale: str, retired=retired_runs) -> list[str]:
-    "The runs behind aggregated record `rec` that the current plan has retired: its numbers are a former recipe's."
-    runs = [r for r in rec.get('runs') or [] if isinstance(r, str)]
-    return [r for r in runs if r in retired(paper, scale, tuple(rec.get('seeds') or (0, 1, 2)))] if runs else []
-
 def _records(c: dict, scales):
     "(scale, path, record, value) of claim `c`'s result at each scale that has its key."
     for s in scales:

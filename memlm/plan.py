@@ -6,8 +6,8 @@
 from __future__ import annotations
 
 # %% auto #0
-__all__ = ['Results', 'Plan', 'paper_plan', 'run_named', 'plan_status', 'mean_sd', 'aggregate', 'paired_diff', 'row_metrics',
-           'run_lists', 'fmt_ms', 'matched_epochs', 'matched_epochs_plot']
+__all__ = ['Results', 'Plan', 'paper_plan', 'retired_runs', 'former_runs', 'run_named', 'plan_status', 'mean_sd', 'aggregate',
+           'paired_diff', 'row_metrics', 'run_lists', 'fmt_ms', 'matched_epochs', 'matched_epochs_plot']
 
 # %% ../nbs/05c_plan.ipynb #80229721
 import json, multiprocessing as mp, statistics, time, traceback
@@ -209,6 +209,25 @@ def paper_plan(paper: str, scale: str, seeds: list[int], data_path: str | None =
     "`memlm.<paper>.make_plan(scale, seeds, data_path)`: a paper notebook's plan, by the paper's name."
     import importlib
     return importlib.import_module(f'memlm.{paper}').make_plan(scale, seeds, data_path)
+
+# %% ../nbs/05c_plan.ipynb #d20714d9
+import functools
+
+@functools.lru_cache(maxsize=None)
+def retired_runs(paper: str, scale: str, seeds: tuple) -> frozenset:
+    """The run folders `paper`'s current plan at `scale` keeps only as a former recipe's (`Plan.retired`, not also current);
+    empty where the paper has no plan module (a test's demo paper)."""
+    try: plan = paper_plan(paper, scale, list(seeds))
+    except ModuleNotFoundError as e:
+        if e.name != f'memlm.{paper}': raise
+        return frozenset()
+    return frozenset(s.folder for s in plan.retired) - {s.folder for s in plan.specs()}
+
+def former_runs(rec: dict, paper: str, scale: str, retired=retired_runs) -> list[str]:
+    "The runs behind aggregated record `rec` that the current plan has retired: its numbers are a former recipe's."
+    runs = [r for r in rec.get('runs') or [] if isinstance(r, str)]
+    return [r for r in runs if r in retired(paper, scale, tuple(rec.get('seeds') or (0, 1, 2)))] if runs else []
+
 
 # %% ../nbs/05c_plan.ipynb #d5e5e589
 def run_named(paper: str, scale: str, items: list[str], workers: int = 1, time_limit_s: float | None = None,

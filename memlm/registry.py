@@ -166,10 +166,10 @@ class Experiment:
 
     def load(self, name: str, former: bool = False) -> dict | None:
         """The record `name` of this paper and scale, or None; None too where its runs are ones the paper's current plan has
-        retired (a former recipe's, `memlm.claims.former_runs`), unless `former`: findings read only the current recipe's."""
+        retired (a former recipe's, `memlm.plan.former_runs`), unless `former`: findings read only the current recipe's."""
         rec = load_result(self.paper, name, self.scale)
         if rec is None or former: return rec
-        from memlm.claims import former_runs
+        from memlm.plan import former_runs
         return None if former_runs(rec, self.paper, self.scale) else rec
 
 # %% ../nbs/01_registry.ipynb #8a07c738
