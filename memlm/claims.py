@@ -4,7 +4,7 @@
 
 # %% ../nbs/05b_claims.ipynb #cc6d4e9f
 from __future__ import annotations
-import csv, functools, json
+import csv, json
 from pathlib import Path
 from .registry import check_scale, results_dir, markdown_table, _fmt
 from .plan import former_runs, retired_runs
