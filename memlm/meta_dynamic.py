@@ -5,12 +5,14 @@
 # %% ../nbs/13_meta_dynamic.ipynb #91147a44
 from __future__ import annotations
 import contextlib, math, resource, time
+from pathlib import Path
 from typing import Callable
 from dataclasses import dataclass, field
 import torch, torch.nn.functional as F
 from torch import nn, Tensor
 from torch.func import functional_call
 from .models import detach
+from .train import TimeLimitReached, load_checkpoint, save_checkpoint
 from .evaluate import dynamic_evaluate, DynEvalConfig, gradient_stats, grad_eval_mode, lm_windows
 
 # %% auto #0
@@ -395,9 +397,13 @@ def meta_train(model,                      # the trained LM (θ₀ = its weights
                opt: torch.optim.Optimizer | None = None,  # default: Adam(learner.parameters(), cfg.lr)
                curve=None,                 # curve(learner) -> perplexity on a fixed held-out text (with `cfg.eval_every`)
                seed: int = 0,              # with `cfg.rotate`: which article the stream starts at
+               ckpt_dir: Path | None = None,  # the loop's whole state is saved here (`last.pt`) every `save_every_s` and at the deadline
+               deadline: float | None = None, # `time.time()` past which no meta-step starts: saved, then `TimeLimitReached`
+               save_every_s: float = 120.,
               ) -> list[dict]:
     """Train the meta-learner by truncated backprop through its unrolled updates; one history entry per meta-step (with
-    `curve_ppl` where the learning curve was measured: step 0, every `eval_every` steps, and the last)."""
+    `curve_ppl` where the learning curve was measured: step 0, every `eval_every` steps, and the last). With `ckpt_dir`, a call
+    that finds a saved state resumes at its step: the same learner and history as an uninterrupted call."""
     if cfg.checkpoint and not cfg.first_order: raise ValueError('checkpoint=True recomputes segments: it needs first_order=True')
     names = [n for n, p in model.named_parameters() if p.requires_grad]
     c = meta_constants(state, fisher, init=learner.cfg.init)
@@ -407,12 +413,26 @@ def meta_train(model,                      # the trained LM (θ₀ = its weights
     if cfg.rotate:
         starts = articles if articles is not None else list(range(0, len(data) - 1, cfg.bptt))
         data, articles = rotate_stream(data, articles, starts[int(torch.randint(len(starts), (), generator=torch.Generator().manual_seed(seed)))])
-    theta, hidden, mem, hist = c['theta0'], None, {}, []
+    theta, hidden, mem, hist, start = c['theta0'], None, {}, [], 0
     chunks = _chunks(data.to(dev), cfg, articles)
     measure = lambda s: curve is not None and cfg.eval_every > 0 and (s % cfg.eval_every == 0 or s == cfg.steps)
-    curve0 = curve(learner) if measure(0) else None
+    path = None if ckpt_dir is None else Path(ckpt_dir)/'last.pt'
+    def save(step):
+        save_checkpoint(dict(step=step, learner=learner.state_dict(), opt=opt.state_dict(), sched=sched and sched.state_dict(),
+                             theta=theta, hidden=hidden, mem=mem, hist=hist, curve0=curve0), path)
+    if path is not None and path.exists():                            # resume where an earlier call stopped
+        s = load_checkpoint(path, dev)
+        learner.load_state_dict(s['learner']); opt.load_state_dict(s['opt'])
+        if sched is not None: sched.load_state_dict(s['sched'])
+        theta, hidden, mem, hist, curve0, start = s['theta'], s['hidden'], s['mem'], s['hist'], s['curve0'], s['step']
+        for _ in range(start): next(chunks)                           # the stream where it was
+    else: curve0 = curve(learner) if measure(0) else None
+    saved = time.time()
     with grad_eval_mode(model):
-        for step in range(cfg.steps):
+        for step in range(start, cfg.steps):
+            if deadline is not None and time.time() >= deadline:
+                if path is not None: save(step)
+                raise TimeLimitReached(f'deadline reached at meta-step {step} of {cfg.steps}' + (f'; state saved in {path}' if path else ''))
             chunk, restart = next(chunks)
             if restart and step: theta, hidden, mem = c['theta0'], None, {}
             t0 = time.perf_counter(); opt.zero_grad()
@@ -431,6 +451,7 @@ def meta_train(model,                      # the trained LM (θ₀ = its weights
             hist.append(dict(step=step + 1, meta_loss=loss, grad_norm=gnorm, held_mb=held / 2**20, lr=lr_now,
                              time_s=time.perf_counter() - t0, restarted=diverged))
             if measure(step + 1): hist[-1]['curve_ppl'] = curve(learner)
+            if path is not None and (time.time() - saved >= save_every_s or step + 1 == cfg.steps): save(step + 1); saved = time.time()
     model.zero_grad(set_to_none=True)
     if curve0 is not None: hist[0]['curve_ppl0'] = curve0
     return hist
@@ -681,15 +702,15 @@ def run_method(cfg: MethodExp, seed: int, ctx: RunContext) -> dict:
         def curve(ln):   # the learning curve: the learner's perplexity on the fixed text
             return dynamic_evaluate(model, curve_text[0], dcfg, stats=stats, update=meta_update(ln, F_), articles=curve_text[1])['ppl']
         rss0, cands, t_all = peak_rss_mb(), [], time.perf_counter()
+        if ctx.dir is not None: ctx.log_path('meta').unlink(missing_ok=True)   # rewritten whole: a resumed run's history is every step's
         for lr in lrs:                                   # every candidate starts from the same gates (same seed)
             torch.manual_seed(seed); learner = MetaLearner(cfg.meta).to(ctx.device)
-            t0 = time.perf_counter()
             hist = meta_train(model, learner, valid, dyneval_state(dcfg, params, stats), replace(cfg.train, lr=lr), F_, varts,
-                              curve=curve if curve_text else None, seed=seed)
-            t_train = time.perf_counter() - t0
+                              curve=curve if curve_text else None, seed=seed, ckpt_dir=ctx.ckpt_dir(f'meta_lr{lr:g}'), deadline=ctx.deadline)
             for h in hist: ctx.log('meta', meta_lr=lr, **h)
-            hp = dynamic_evaluate(model, hold[0], dcfg, stats=stats, update=meta_update(learner, F_), articles=hold[1])['ppl'] if hold else None
-            cands.append(dict(lr=lr, holdout_ppl=hp, learner=learner, hist=hist, time=t_train, restarts=sum(h['restarted'] for h in hist)))
+            hp = ctx.step('eval', f'holdout lr={lr!r}', lambda: dynamic_evaluate(model, hold[0], dcfg, stats=stats, update=meta_update(learner, F_),
+                                                                                  articles=hold[1])['ppl']) if hold else None
+            cands.append(dict(lr=lr, holdout_ppl=hp, learner=learner, hist=hist, time=sum(h['time_s'] for h in hist), restarts=sum(h['restarted'] for h in hist)))
         finite = lambda x: x if math.isfinite(x) else math.inf        # a diverged candidate (NaN) never wins
         best = min(cands, key=lambda c: finite(c['holdout_ppl'])) if hold else cands[0]
         learner, hist = best['learner'], best['hist']
@@ -705,21 +726,23 @@ def run_method(cfg: MethodExp, seed: int, ctx: RunContext) -> dict:
         update = meta_update(learner, F_)
         if cfg.measure_init:   # the same learner at step 0: what meta-training changed, on the choice half and on test
             torch.manual_seed(seed); l0 = MetaLearner(cfg.meta).to(ctx.device)
-            out.update(init_test_ppl=dynamic_evaluate(model, test, dcfg, stats=stats, update=meta_update(l0, F_), articles=tarts)['ppl'],
-                       init_val_ppl=dynamic_evaluate(model, choice[0], dcfg, stats=stats, update=meta_update(l0, F_), articles=choice[1])['ppl']
-                       if choice is not None else None)
+            out.update(init_test_ppl=ctx.step('eval', 'init test', lambda: dynamic_evaluate(model, test, dcfg, stats=stats, update=meta_update(l0, F_),
+                                                                                           articles=tarts)['ppl']),
+                       init_val_ppl=ctx.step('eval', 'init val', lambda: dynamic_evaluate(model, choice[0], dcfg, stats=stats, update=meta_update(l0, F_),
+                                                                                         articles=choice[1])['ppl']) if choice is not None else None)
     else: raise ValueError(f"unknown method {cfg.method!r}: use one of 'static', 'sgd', 'rms', 'meta'")
-    losses = []
-    t0 = time.perf_counter()
-    r = dynamic_evaluate(model, test, dcfg, stats=stats, update=recording(update, losses), articles=tarts)
-    t = time.perf_counter() - t0
+    def score():   # the test text, timed, with every segment's loss
+        losses, t0 = [], time.perf_counter()
+        r = dynamic_evaluate(model, test, dcfg, stats=stats, update=recording(update, losses), articles=tarts)
+        return dict(r, time_s=time.perf_counter() - t0, losses=[round(x, 5) for x in torch.stack(losses).tolist()])
+    r = ctx.step('eval', 'test', score); t = r['time_s']
     if cfg.method in ('sgd', 'rms') and choice is not None: out['val_ppl'] = min(ppls)
     if cfg.method == 'static' and choice is not None: out['val_ppl'] = dynamic_evaluate(model, choice[0], dcfg, update=no_update, articles=choice[1])['ppl']
     out.update(test_ppl=r['ppl'], test_loss=r['loss'], test_tokens=r['tokens'], eval_time_s=t, time_vs_static=t / prep['static_time_s'],
                static_test_ppl=prep['static_test_ppl'], vs_static_pct=100 * (r['ppl'] / prep['static_test_ppl'] - 1))
     if cfg.save_segments:
         (ctx.dir/'segments.json').write_text(json.dumps(dict(
-            bptt=dcfg.bptt, starts=segment_starts(len(test), dcfg.bptt, tarts), losses=[round(x, 5) for x in torch.stack(losses).tolist()])))
+            bptt=dcfg.bptt, starts=segment_starts(len(test), dcfg.bptt, tarts), losses=r['losses'])))
     return out
 
 # %% ../nbs/13_meta_dynamic.ipynb #44fe443e
