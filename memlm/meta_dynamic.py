@@ -504,7 +504,6 @@ def smooth(x: Tensor, w: int) -> Tensor:
 # %% ../nbs/13_meta_dynamic.ipynb #e85b096e
 import functools, json, shutil
 from dataclasses import replace
-from pathlib import Path
 from .data import Corpus, SPLITS
 from .corpora import cap_vocab, first_articles, split_halves, stream_prefix, stream_slice, topic_corpus
 from .models import AWDLSTM, AWDLSTMConfig
