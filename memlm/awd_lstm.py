@@ -76,9 +76,10 @@ def dyneval_awd(cfg: DynEvalExp, seed: int, ctx: RunContext) -> dict:
     test = evaluate(model, corpus.test, batch_size=cfg.lm.test_batch_size, bptt=cfg.lm.eval_bptt)
     d = cfg.dyn
     stats = gradient_stats(model, corpus.train, batch_size=d.stats_batch_size, bptt=d.stats_bptt, max_batches=d.max_stats_batches)
-    dv, dt = (dynamic_evaluate(model, corpus[s], d, stats=stats, progress=f'dynamic eval {s}') for s in ('valid', 'test'))
-    return dict(static_val_ppl=val['ppl'], static_test_ppl=test['ppl'], dyn_val_ppl=dv['ppl'], dyn_test_ppl=dt['ppl'],
-                test_gain_pct=100 * (1 - dt['ppl'] / test['ppl']), stats_batches=stats['n_batches'])
+    dv, dt = (ctx.step('dynamic eval', s, lambda s=s: dynamic_evaluate(model, corpus[s], d, stats=stats, progress=f'dynamic eval {s}')['ppl'])
+              for s in ('valid', 'test'))   # each split kept when done: a deadline cuts between them
+    return dict(static_val_ppl=val['ppl'], static_test_ppl=test['ppl'], dyn_val_ppl=dv, dyn_test_ppl=dt,
+                test_gain_pct=100 * (1 - dt / test['ppl']), stats_batches=stats['n_batches'])
 
 # %% ../nbs/09_awd_lstm.ipynb #165c2a08
 @dataclass

@@ -536,7 +536,8 @@ def dyneval_lm(cfg: DynEvalExp, seed: int, ctx: RunContext) -> dict:
         arts = corpus.articles.get(split) if cfg.lm.articles and d.batch_size == 1 and not cfg.max_tokens else None
         k = 'val' if split == 'valid' else split
         out[f'static_{k}_ppl'] = evaluate(model, data, d.batch_size, cfg.lm.eval_bptt, arts)['ppl']
-        out[f'dyn_{k}_ppl'] = dynamic_evaluate(model, data, d, stats=stats, articles=arts, progress=f'dynamic eval {split}')['ppl']
+        out[f'dyn_{k}_ppl'] = ctx.step('dynamic eval', split, lambda: dynamic_evaluate(model, data, d, stats=stats, articles=arts,
+                                                                                   progress=f'dynamic eval {split}')['ppl'])   # kept per split
         out[f'{k}_gain_pct'] = 100 * (1 - out[f'dyn_{k}_ppl'] / out[f'static_{k}_ppl'])
     return out | dict(stats_batches=stats['n_batches'])
 
