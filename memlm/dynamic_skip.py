@@ -806,7 +806,7 @@ def skip_throughput(cfg: ThroughputExp, seed: int, ctx: RunContext) -> dict:
 
 # %% ../nbs/14_dynamic_skip.ipynb #c72670f0
 NER_PILOT_EPOCHS = 80          # the schedule pilot's length (the lr divided by 1.05 every epoch: lr/50 by its end)
-NER_EPOCHS: int | None = None  # Table 2's fixed number of epochs, as `choose_ner_epochs` reads it off the pilot (None: not yet)
+NER_EPOCHS: int | None = 61    # Table 2's fixed number of epochs, as `choose_ner_epochs` reads it off the pilot (None: not yet)
 
 # %% ../nbs/14_dynamic_skip.ipynb #509e8eb4
 @dataclass(frozen=True)
