@@ -10,7 +10,7 @@ __all__ = ['Results', 'Plan', 'paper_plan', 'retired_runs', 'former_runs', 'run_
            'paired_diff', 'row_metrics', 'run_lists', 'fmt_ms', 'matched_epochs', 'matched_epochs_plot']
 
 # %% ../nbs/05c_plan.ipynb #80229721
-import json, multiprocessing as mp, statistics, time, traceback
+import functools, json, multiprocessing as mp, statistics, time, traceback
 from collections.abc import Collection
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
@@ -211,8 +211,6 @@ def paper_plan(paper: str, scale: str, seeds: list[int], data_path: str | None =
     return importlib.import_module(f'memlm.{paper}').make_plan(scale, seeds, data_path)
 
 # %% ../nbs/05c_plan.ipynb #d20714d9
-import functools
-
 @functools.lru_cache(maxsize=None)
 def retired_runs(paper: str, scale: str, seeds: tuple) -> frozenset:
     """The run folders `paper`'s current plan at `scale` keeps only as a former recipe's (`Plan.retired`, not also current);
