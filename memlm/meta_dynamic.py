@@ -730,10 +730,10 @@ def run_method(cfg: MethodExp, seed: int, ctx: RunContext) -> dict:
                        init_val_ppl=ctx.step('eval', 'init val', lambda: dynamic_evaluate(model, choice[0], dcfg, stats=stats, update=meta_update(l0, F_),
                                                                                          articles=choice[1])['ppl']) if choice is not None else None)
     else: raise ValueError(f"unknown method {cfg.method!r}: use one of 'static', 'sgd', 'rms', 'meta'")
-    def score():   # the test text, timed, with every segment's loss
+    def score():   # the test text, timed, with every segment's loss where Figure 2 needs them
         losses, t0 = [], time.perf_counter()
-        r = dynamic_evaluate(model, test, dcfg, stats=stats, update=recording(update, losses), articles=tarts)
-        return dict(r, time_s=time.perf_counter() - t0, losses=[round(x, 5) for x in torch.stack(losses).tolist()])
+        r = dynamic_evaluate(model, test, dcfg, stats=stats, update=recording(update, losses) if cfg.save_segments else update, articles=tarts)
+        return dict(r, time_s=time.perf_counter() - t0, losses=[round(x, 5) for x in torch.stack(losses).tolist()] if cfg.save_segments else None)
     r = ctx.step('eval', 'test', score); t = r['time_s']
     if cfg.method in ('sgd', 'rms') and choice is not None: out['val_ppl'] = min(ppls)
     if cfg.method == 'static' and choice is not None: out['val_ppl'] = dynamic_evaluate(model, choice[0], dcfg, update=no_update, articles=choice[1])['ppl']
