@@ -16,8 +16,9 @@ from .train import fit, save_checkpoint, TimeLimitReached, Interrupted
 # %% auto #0
 __all__ = ['NotebookParams', 'snapshot', 'read_params', 'fn_name', 'stable_key', 'key_name', 'type_name', 'config_dict',
            'key_dict', 'content_key', 'data_identity', 'Spec', 'borrow', 'ckpt_home', 'stop_reason', 'fit_summary',
-           'RunContext', 'ToyConfig', 'toy_regression', 'runs_dir', 'keep_weights', 'final_weights', 'best_checkpoint',
-           'CorruptRecordError', 'load_record', 'run_lock', 'lock_holder', 'execute', 'global_reads', 'adopt']
+           'RunContext', 'ToyConfig', 'toy_regression', 'runs_dir', 'keep_weights', 'carried_path', 'carry_weights',
+           'final_weights', 'best_checkpoint', 'CorruptRecordError', 'load_record', 'run_lock', 'lock_holder',
+           'execute', 'global_reads', 'adopt']
 
 # %% ../nbs/05_experiment.ipynb #3edf2536
 @dataclass
@@ -117,6 +118,7 @@ class Spec:
     needs: tuple = ()                # runs that must finish first (e.g. the model this run evaluates); not part of the key
     home: str | None = None          # the paper whose runs folder holds the run when another plan owns it (a shared baseline); not part of the key
     label: str = ''                  # its row in this plan's tables (default: `name`); not part of the key
+    carry: bool = False              # keep its best weights in the run folder, committed (`carry_weights`): other runs load them on a fresh checkout; not part of the key
     def __post_init__(self):
         if not callable(self.fn) or '<locals>' in self.fn.__qualname__ or self.fn.__name__ == '<lambda>':
             raise TypeError(f'{self.fn!r}: an experiment function must be a module-level function (worker processes import it)')
@@ -254,12 +256,30 @@ def keep_weights(run_dir) -> dict:
         dst = save_checkpoint(half, best.with_name('weights.fp16.pt')); out[best.parent.name] = dst.stat().st_size   # atomic, as every checkpoint
     return out
 
+# %% ../nbs/05_experiment.ipynb #16b73b75
+def carried_path(run_dir, stage: str = 'train') -> Path:
+    "Where a carried run keeps a stage's best weights: `<run folder>/weights-<stage>.pt`, beside its record (committed)."
+    return Path(run_dir)/f'weights-{stage}.pt'
+
+def carry_weights(run_dir) -> dict:
+    """Copy each stage's best weights (fp32, as trained) from the checkpoints into the run folder (`carried_path`), where they are
+    committed with the record: a run whose weights later runs load (an LM that meta-learning or dynamic evaluation reads) survives a
+    fresh checkout, which the git-ignored checkpoints do not. Exact, not fp16: the later runs' numbers are those of the trained model.
+    Returns {stage: bytes}."""
+    out = {}
+    for best in sorted(ckpt_home(run_dir).glob('*/best.pt')):
+        sd = torch.load(best, map_location='cpu', weights_only=True)['model']
+        dst = save_checkpoint(dict(model=sd), carried_path(run_dir, best.parent.name)); out[best.parent.name] = dst.stat().st_size
+    return out
+
+
 # %% ../nbs/05_experiment.ipynb #48261dbd
 def final_weights(run_dir, model, stage: str = 'train'):
-    "Load a finished run's kept weights (`weights.fp16.pt`, else its `best.pt`) into `model` (its dtype); a clear error where there are none."
+    "Load a finished run's kept weights (`weights.fp16.pt`, else its `best.pt`, else its carried copy) into `model` (its dtype); a clear error where there are none."
     d = ckpt_home(run_dir)/stage; f = d/'weights.fp16.pt'
     if f.exists(): sd = torch.load(f, map_location='cpu', weights_only=True)
     elif (d/'best.pt').exists(): sd = torch.load(d/'best.pt', map_location='cpu', weights_only=True)['model']
+    elif carried_path(run_dir, stage).exists(): sd = torch.load(carried_path(run_dir, stage), map_location='cpu', weights_only=True)['model']
     else:
         run = Path(run_dir); name, seed = run.name.rsplit('-', 2)[0], run.name.rsplit('-', 2)[1].lstrip('s')
         scale, paper = run.parts[-4], run.parts[-3]
@@ -271,10 +291,12 @@ def final_weights(run_dir, model, stage: str = 'train'):
 
 # %% ../nbs/05_experiment.ipynb #2bc59552
 def best_checkpoint(run_dir, stage: str = 'train') -> Path:
-    "The best-validation checkpoint a finished run left in its folder; a clear error where there is none (checkpoints are not committed)."
+    """The best-validation checkpoint a finished run left: its `best.pt`, else its carried copy (`carry_weights`); a clear error
+    where there is neither (checkpoints are not committed)."""
     path = ckpt_home(run_dir)/stage/'best.pt'
-    if not path.exists(): raise FileNotFoundError(f'{path}: the run has no checkpoint here (checkpoints are not committed; rerun it)')
-    return path
+    if path.exists(): return path
+    if carried_path(run_dir, stage).exists(): return carried_path(run_dir, stage)
+    raise FileNotFoundError(f'{path}: the run has no checkpoint here (checkpoints are not committed; rerun it)')
 
 # %% ../nbs/05_experiment.ipynb #c7b30341
 class CorruptRecordError(ValueError):
@@ -363,7 +385,10 @@ def execute(spec: Spec, root: Path, *, deadline: float | None = None, rerun: boo
     The run folder is locked while it runs (a second process on it waits, then finds it done)."""
     root = Path(root); d = root/spec.folder
     rec = load_record(d)
-    if rec is not None and rec['status'] == 'done' and not rerun: return rec
+    if rec is not None and rec['status'] == 'done' and not rerun:
+        if spec.carry and not rec.get('carried') and any(ckpt_home(d).glob('*/best.pt')):    # finished before it was carried
+            with run_lock(d): rec['carried'] = carry_weights(d); write_json(d/'record.json', rec)
+        return rec
     with run_lock(d):
         rec = load_record(d)                                           # what the process we waited for left
         if rec is not None and rec['status'] == 'done' and not rerun: return rec
@@ -397,6 +422,8 @@ def _execute_locked(spec, root, d, rec, deadline, rerun, device) -> dict:
                sessions=(rec or {}).get('sessions', 0) + killed.get('sessions', 0) + 1,
                killed_sessions=(rec or {}).get('killed_sessions', 0) + killed.get('sessions', 0), note=error, provenance=provenance(device))
     if status == 'done': rec['kept_weights'] = keep_weights(d)
+    if status == 'done' and spec.carry: rec['carried'] = carry_weights(d)
+    if status == 'done' and spec.carry: rec['carried'] = carry_weights(d)
     write_json(d/'record.json', rec)
     (d/'.session').unlink(missing_ok=True)
     if isinstance(stopped, Interrupted): raise stopped                 # Ctrl-C / kill: recorded and checkpointed; the caller stops too

@@ -663,6 +663,10 @@ class MethodExp:
 
 # %% ../nbs/13_meta_dynamic.ipynb #079504c8
 def _stats(folder: Path, device) -> tuple[dict, list, dict]:
+    if not (folder/'stats.pt').exists():                         # derived statistics are not committed: a fresh checkout has none
+        name, seed = folder.name.rsplit('-', 2)[0], folder.name.rsplit('-', 2)[1].lstrip('s')
+        raise FileNotFoundError(f"{folder/'stats.pt'}: the gradient statistics of this run are not on this machine (not committed). "
+                                f"Make them again (minutes): make runs PAPER={folder.parts[-3]} SCALE={folder.parts[-4]} RUNS='{name}:{seed}' RERUN=1")
     s = torch.load(folder/'stats.pt', weights_only=True)
     rec = json.loads((folder/'record.json').read_text())['metrics']
     return dict(MS=[m.to(device) for m in s['MS']], n_batches=s['n_batches']), [f.to(device) for f in s['fisher']], rec
@@ -928,7 +932,7 @@ def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Pla
         ptb_ref = LMRef(CorpusExp(core.cfg.corpus, test_tokens=S.ptb_test_tokens, data_path=data_path),
                         core.cfg.model, ptb_lm.folder, 'finetune' if core.cfg.finetune_epochs else 'train')
         wt2 = wt2_lm_config(scale, data_path)
-        wt2_lm = Spec(train_lm, wt2, seed, name='wt2_lm', data_id=data_identity(wt2.corpus.name))
+        wt2_lm = Spec(train_lm, wt2, seed, name='wt2_lm', data_id=data_identity(wt2.corpus.name), carry=True)   # its weights travel with its record
         wt2_ref = LMRef(wt2.corpus, wt2.model, wt2_lm.folder, wt2.stage)
         for tag, lm, ref in (('ptb', ptb_lm, ptb_ref), ('wt2', wt2_lm, wt2_ref)):
             ms = method_specs(tag, lm, ref, scale, seed)
