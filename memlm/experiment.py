@@ -119,6 +119,7 @@ class Spec:
     home: str | None = None          # the paper whose runs folder holds the run when another plan owns it (a shared baseline); not part of the key
     label: str = ''                  # its row in this plan's tables (default: `name`); not part of the key
     carry: bool = False              # keep its best weights in the run folder, committed (`carry_weights`): other runs load them on a fresh checkout; not part of the key
+    derived: tuple = ()              # files of its run folder that the runs needing it read and git does not keep ('stats.pt'): made again on a fresh checkout (`Plan.run`); not part of the key
     def __post_init__(self):
         if not callable(self.fn) or '<locals>' in self.fn.__qualname__ or self.fn.__name__ == '<lambda>':
             raise TypeError(f'{self.fn!r}: an experiment function must be a module-level function (worker processes import it)')

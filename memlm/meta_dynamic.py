@@ -870,7 +870,7 @@ def method_specs(tag: str, lm: Spec, ref: LMRef, scale: str, seed: int) -> dict:
     "The preparation and the seven method runs of one LM: `{'prep': Spec, 'static': Spec, ...}`."
     S, did = SCALES[scale], lm.data_id
     prep = Spec(prepare, PrepExp(lm=ref, dyn=DynEvalConfig.paper(max_stats_batches=S.max_stats_batches),
-                                 fisher_pieces=S.fisher_pieces), seed, name=f'{tag}_prep', data_id=did, needs=(lm,))
+                                 fisher_pieces=S.fisher_pieces), seed, name=f'{tag}_prep', data_id=did, needs=(lm,), derived=('stats.pt',))   # its statistics are not committed
     base = MethodExp(lm=ref, prep=prep.folder, valid_tokens=S.valid_tokens, train=S.meta_train_config, save_segments=tag == 'wt2')
     run = lambda name, cfg, *needs: Spec(run_method, cfg, seed, name=f'{tag}_{name}', data_id=did, needs=(prep, *needs))
     out = dict(prep=prep, static=run('static', replace(base, method='static')),

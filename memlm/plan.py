@@ -126,6 +126,14 @@ class Plan:
             elif not wait_locked and (who := lock_holder(self.dir(s))):   # another process trains it now: not waited for
                 elsewhere.append(s); print(f'{s.folder}: running elsewhere ({who}); not waited for', flush=True)
             else: todo.append(s)
+        lost = {s.folder for s in specs if s.folder in records and any(not (self.dir(s)/f).exists() for f in s.derived)}
+        if lost and todo:                        # a fresh checkout: what git does not keep is made again, for the runs that read it
+            up = lambda s: [q for r in _requires(s) for q in (r, *up(r))]
+            remake = {r.folder for s in todo for r in up(s) if r.folder in lost}
+            if progress and remake: print(f'made again (its derived files are not on this machine): {", ".join(sorted(remake))}', flush=True)
+            todo = [s for s in specs if s.folder in remake or any(s is t for t in todo)]   # plan order: remade before what reads it
+            for f in remake: records.pop(f)
+            rerun = rerun if rerun is True else {*(rerun or ()), *remake}
         if progress:
             reused = [s.folder for s in specs if s.folder in records]
             print(f'{self.paper} ({self.scale}): {len(reused)} of {len(specs)} runs reused from their records'
