@@ -11,6 +11,7 @@ __all__ = ['Results', 'Plan', 'paper_plan', 'retired_runs', 'former_runs', 'run_
 
 # %% ../nbs/05c_plan.ipynb #80229721
 import functools, json, multiprocessing as mp, statistics, time, traceback
+from datetime import datetime
 from collections.abc import Collection
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
@@ -294,7 +295,17 @@ def _status_rows(self: Plan, parts=None) -> list[dict]:
                          est_h=None, device=(r.get('provenance') or {}).get('device')))
     for row, name in zip(rows, names):
         if row['status'] != 'done' and name in hours: row['est_h'] = round(statistics.median(hours[name]), 2)
+    when = {row['run']: _finished_at(self.dir(s)) for row, s in zip(rows, self.specs(parts)) if row['status'] == 'done'}
+    for row, s in zip(rows, self.specs(parts)):       # a run made from a need that was trained again after it: its numbers are the old need's
+        newer = [r.folder for r in s.needs if row['status'] == 'done' and when.get(r.folder) and when[row['run']] and when[r.folder] > when[row['run']]]
+        if newer: row['status'] = f"stale ({', '.join(newer)} finished after it; RERUN=1)"
     return rows
+
+def _finished_at(d: Path):
+    "When the run in folder `d` last finished (its record's provenance date; None without one)."
+    try: date = ((load_record(d) or {}).get('provenance') or {}).get('date')
+    except CorruptRecordError: return None
+    return datetime.fromisoformat(date) if date else None
 Plan.status_rows = _status_rows
 
 # %% ../nbs/05c_plan.ipynb #714affa7
