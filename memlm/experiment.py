@@ -17,8 +17,8 @@ from .train import fit, save_checkpoint, TimeLimitReached, Interrupted
 __all__ = ['NotebookParams', 'snapshot', 'read_params', 'fn_name', 'stable_key', 'key_name', 'type_name', 'config_dict',
            'key_dict', 'content_key', 'data_identity', 'Spec', 'borrow', 'ckpt_home', 'stop_reason', 'fit_summary',
            'RunContext', 'ToyConfig', 'toy_regression', 'runs_dir', 'keep_weights', 'carried_path', 'carry_weights',
-           'final_weights', 'best_checkpoint', 'CorruptRecordError', 'load_record', 'run_lock', 'lock_holder',
-           'execute', 'global_reads', 'adopt']
+           'ensure_carried', 'final_weights', 'best_checkpoint', 'CorruptRecordError', 'load_record', 'run_lock',
+           'lock_holder', 'execute', 'global_reads', 'adopt']
 
 # %% ../nbs/05_experiment.ipynb #3edf2536
 @dataclass
@@ -273,6 +273,12 @@ def carry_weights(run_dir) -> dict:
         dst = save_checkpoint(dict(model=sd), carried_path(run_dir, best.parent.name)); out[best.parent.name] = dst.stat().st_size
     return out
 
+def ensure_carried(spec, d, rec: dict) -> dict:
+    "The finished record `rec` of `spec` in folder `d`, its weights carried first where `spec.carry` asks and it finished before (`execute`, `Plan.run`)."
+    if spec.carry and not rec.get('carried') and any(ckpt_home(d).glob('*/best.pt')):
+        with run_lock(Path(d)): rec['carried'] = carry_weights(d); write_json(Path(d)/'record.json', rec)
+    return rec
+
 
 # %% ../nbs/05_experiment.ipynb #48261dbd
 def final_weights(run_dir, model, stage: str = 'train'):
@@ -386,10 +392,7 @@ def execute(spec: Spec, root: Path, *, deadline: float | None = None, rerun: boo
     The run folder is locked while it runs (a second process on it waits, then finds it done)."""
     root = Path(root); d = root/spec.folder
     rec = load_record(d)
-    if rec is not None and rec['status'] == 'done' and not rerun:
-        if spec.carry and not rec.get('carried') and any(ckpt_home(d).glob('*/best.pt')):    # finished before it was carried
-            with run_lock(d): rec['carried'] = carry_weights(d); write_json(d/'record.json', rec)
-        return rec
+    if rec is not None and rec['status'] == 'done' and not rerun: return ensure_carried(spec, d, rec)
     with run_lock(d):
         rec = load_record(d)                                           # what the process we waited for left
         if rec is not None and rec['status'] == 'done' and not rerun: return rec

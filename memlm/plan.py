@@ -19,7 +19,7 @@ from pathlib import Path
 import torch
 from .registry import check_scale, get_device, markdown_table
 from .train import Interrupted
-from .experiment import CorruptRecordError, Spec, _snapshot_dir, ckpt_home, execute, fn_name, load_record, lock_holder, runs_dir
+from .experiment import CorruptRecordError, Spec, _snapshot_dir, ckpt_home, ensure_carried, execute, fn_name, load_record, lock_holder, runs_dir
 
 # %% ../nbs/05c_plan.ipynb #2c3ddca9
 def _worker_init(threads: int | None):
@@ -123,7 +123,7 @@ class Plan:
         for s in specs:
             try: rec = load_record(self.dir(s))
             except CorruptRecordError as e: corrupt.append(s); print(f'skipped: {e}', flush=True); continue
-            if rec is not None and rec['status'] == 'done' and not again(s): records[s.folder] = rec
+            if rec is not None and rec['status'] == 'done' and not again(s): records[s.folder] = ensure_carried(s, self.dir(s), rec)
             elif not wait_locked and (who := lock_holder(self.dir(s))):   # another process trains it now: not waited for
                 elsewhere.append(s); print(f'{s.folder}: running elsewhere ({who}); not waited for', flush=True)
             else: todo.append(s)
