@@ -22,7 +22,8 @@ __all__ = ['POLICIES', 'REWARD_FORMS', 'PARTS', 'SCREEN_ETAS', 'FORM_ETAS', 'REA
            'intrinsic_reward', 'reward_term', 'snb_extra_loss', 'SNBTask', 'snb_evaluate', 'attention_snapshot',
            'SynthConfig', 'RecallConfig', 'lm_corpus', 'SNBExp', 'build_lm', 'train_lm', 'trained_lm', 'DynEvalExp',
            'dyneval_lm', 'SnapshotExp', 'snapshot_lm', 'MixtureFloorLM', 'WholeMixtureLM', 'ThroughputExp',
-           'reward_grad_ratio', 'snb_throughput', 'screen_specs', 'form_specs', 'SNBScale', 'lm_configs', 'make_plan']
+           'reward_grad_ratio', 'snb_throughput', 'screen_specs', 'form_specs', 'screen_last_ppl', 'choose_form_etas',
+           'SNBScale', 'lm_configs', 'make_plan']
 
 # %% ../nbs/10_span_buffer.ipynb #62399e8a
 POLICIES = ('gate', 'rnn', 'buffer', 'oracle')   # evaluation policies: Eq. 9 with the gate; λ≡0; λ≡1; max(p, q) (a bound)
@@ -408,8 +409,9 @@ def attention_snapshot(model: SpanBufferLM, data: Tensor, itos: list, bptt: int 
                 top_combined=[itos[i] for i in top[t, 2].tolist()])
 
 # %% ../nbs/10_span_buffer.ipynb #33a30e10
-import copy, functools
+import copy, functools, json
 from dataclasses import asdict
+from pathlib import Path
 from .data import batchify, load_corpus
 from .corpora import recall_corpus, synthetic_corpus
 from .models import detach
@@ -667,6 +669,19 @@ def form_specs(main: Spec, reading: tuple | None) -> list[Spec]:
     f, e = reading
     return forms + [Spec(train_lm, replace(main.cfg, snb=replace(main.cfg.snb, reward_form=f, eta=e), train=replace(main.cfg.train, clip_extra=CLIP_EXTRA)),
                          main.seed, name=f'form_{f}_clip', data_id=main.data_id)]
+
+# %% ../nbs/10_span_buffer.ipynb #ab6babe1
+def screen_last_ppl(log: Path) -> float | None:
+    "The validation perplexity at the last epoch of a screen run's log (what the screen compares; None without one)."
+    if not Path(log).exists(): return None
+    hist = [json.loads(l) for l in Path(log).read_text().splitlines() if l.strip()]
+    return hist[-1]['val_ppl'] if hist else None
+
+def choose_form_etas(screen: dict) -> dict | None:
+    """Each reward form's eta, read off the screen: the lowest validation perplexity at the last epoch among `SCREEN_ETAS`.
+    `screen`: {(form, eta): that perplexity} of the finished screen runs; None until every form x eta has finished."""
+    if any((f, e) not in screen for f in REWARD_FORMS for e in SCREEN_ETAS): return None
+    return {f: min(SCREEN_ETAS, key=lambda e: screen[(f, e)]) for f in REWARD_FORMS}
 
 # %% ../nbs/10_span_buffer.ipynb #1424aa5a
 CPU_ETA = 0.1   # eta of the cpu +SNB runs: the lowest validation perplexity of eta in {1, 0.1, 0} (part 'readings', see 'Which spans')
