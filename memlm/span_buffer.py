@@ -651,7 +651,7 @@ def screen_specs(main: Spec, epochs: int) -> list[Spec]:
                  data_id=main.data_id) for f in REWARD_FORMS for e in SCREEN_ETAS]
 
 # %% ../nbs/10_span_buffer.ipynb #768bd6cc
-FORM_ETAS: dict | None = None   # each reward form's eta: its best of the screen on validation (`screen_readings`; None: screen unfinished)
+FORM_ETAS: dict | None = {'log': 0.1, 'expected': 0.03, 'sampled': 1.}   # each reward form's eta, as `choose_form_etas` reads it off the recorded screen
 READING: tuple | None = None    # (reward form, eta) of every cpu +SNB run: the full-length form run with the lowest validation ppl (None: not chosen)
 CLIP_EXTRA = 0.25               # the clipping reading: the policy's gradient clipped to this norm on its own (AWD-LSTM's clip, the LM's)
 
