@@ -286,7 +286,7 @@ def final_weights(run_dir, model, stage: str = 'train'):
     d = ckpt_home(run_dir)/stage; f = d/'weights.fp16.pt'
     if f.exists(): sd = torch.load(f, map_location='cpu', weights_only=True)
     elif (d/'best.pt').exists(): sd = torch.load(d/'best.pt', map_location='cpu', weights_only=True)['model']
-    elif carried_path(run_dir, stage).exists(): sd = torch.load(carried_path(run_dir, stage), map_location='cpu', weights_only=True)['model']
+    elif (cf := carried_path(run_dir, stage)).exists(): sd = torch.load(cf, map_location='cpu', weights_only=True)['model']
     else:
         run = Path(run_dir); name, seed = run.name.rsplit('-', 2)[0], run.name.rsplit('-', 2)[1].lstrip('s')
         scale, paper = run.parts[-4], run.parts[-3]
