@@ -16,9 +16,9 @@ from .train import fit, save_checkpoint, TimeLimitReached, Interrupted
 # %% auto #0
 __all__ = ['NotebookParams', 'snapshot', 'read_params', 'fn_name', 'stable_key', 'key_name', 'type_name', 'config_dict',
            'key_dict', 'content_key', 'data_identity', 'Spec', 'borrow', 'ckpt_home', 'stop_reason', 'fit_summary',
-           'RunContext', 'ToyConfig', 'toy_regression', 'runs_dir', 'keep_weights', 'carried_path', 'carry_weights',
-           'ensure_carried', 'final_weights', 'best_checkpoint', 'CorruptRecordError', 'load_record', 'run_lock',
-           'lock_holder', 'execute', 'global_reads', 'adopt']
+           'RunContext', 'ToyConfig', 'toy_regression', 'runs_dir', 'keep_weights', 'runs_command', 'carried_path',
+           'carry_weights', 'ensure_carried', 'final_weights', 'best_checkpoint', 'CorruptRecordError', 'load_record',
+           'run_lock', 'lock_holder', 'execute', 'global_reads', 'adopt']
 
 # %% ../nbs/05_experiment.ipynb #3edf2536
 @dataclass
@@ -258,6 +258,11 @@ def keep_weights(run_dir) -> dict:
     return out
 
 # %% ../nbs/05_experiment.ipynb #16b73b75
+def runs_command(run_dir, rerun: bool = False) -> str:
+    "The `make runs` command that (re)makes the run in folder `run_dir` (`<scale>/<paper>/runs/<name>-s<seed>-<key>`): for error messages."
+    run = Path(run_dir); name, seed, _ = run.name.rsplit('-', 2)
+    return f"make runs PAPER={run.parts[-3]} SCALE={run.parts[-4]} RUNS='{name}:{seed.lstrip('s')}'" + (' RERUN=1' if rerun else '')
+
 def carried_path(run_dir, stage: str = 'train') -> Path:
     "Where a carried run keeps a stage's best weights: `<run folder>/weights-<stage>.pt`, beside its record (committed)."
     return Path(run_dir)/f'weights-{stage}.pt'
@@ -287,11 +292,8 @@ def final_weights(run_dir, model, stage: str = 'train'):
     if f.exists(): sd = torch.load(f, map_location='cpu', weights_only=True)
     elif (d/'best.pt').exists(): sd = torch.load(d/'best.pt', map_location='cpu', weights_only=True)['model']
     elif (cf := carried_path(run_dir, stage)).exists(): sd = torch.load(cf, map_location='cpu', weights_only=True)['model']
-    else:
-        run = Path(run_dir); name, seed = run.name.rsplit('-', 2)[0], run.name.rsplit('-', 2)[1].lstrip('s')
-        scale, paper = run.parts[-4], run.parts[-3]
-        raise FileNotFoundError(f'{d}: no kept weights for this run (weights are not committed). Retrain it: '
-                                f"make runs PAPER={paper} SCALE={scale} RUNS='{name}:{seed}' (or set MEMLM_CKPT to where they are)")
+    else: raise FileNotFoundError(f'{d}: no kept weights for this run (weights are not committed). Retrain it: '
+                                  f'{runs_command(run_dir)} (or set MEMLM_CKPT to where they are)')
     ref = model.state_dict()
     model.load_state_dict({k: v.to(ref[k].dtype) if k in ref else v for k, v in sd.items()})
     return model
@@ -302,7 +304,7 @@ def best_checkpoint(run_dir, stage: str = 'train') -> Path:
     where there is neither (checkpoints are not committed)."""
     path = ckpt_home(run_dir)/stage/'best.pt'
     if path.exists(): return path
-    if carried_path(run_dir, stage).exists(): return carried_path(run_dir, stage)
+    if (cf := carried_path(run_dir, stage)).exists(): return cf
     raise FileNotFoundError(f'{path}: the run has no checkpoint here (checkpoints are not committed; rerun it)')
 
 # %% ../nbs/05_experiment.ipynb #c7b30341
@@ -426,7 +428,6 @@ def _execute_locked(spec, root, d, rec, deadline, rerun, device) -> dict:
                sessions=(rec or {}).get('sessions', 0) + killed.get('sessions', 0) + 1,
                killed_sessions=(rec or {}).get('killed_sessions', 0) + killed.get('sessions', 0), note=error, provenance=provenance(device))
     if status == 'done': rec['kept_weights'] = keep_weights(d)
-    if status == 'done' and spec.carry: rec['carried'] = carry_weights(d)
     if status == 'done' and spec.carry: rec['carried'] = carry_weights(d)
     write_json(d/'record.json', rec)
     (d/'.session').unlink(missing_ok=True)

@@ -510,7 +510,7 @@ from .models import AWDLSTM, AWDLSTMConfig
 from .train import TrainConfig, load_model
 from .tasks import LMTask
 from .evaluate import evaluate, dyneval_state, rms_update, sgd_update
-from .experiment import Spec, RunContext, data_identity, runs_dir, best_checkpoint, ckpt_home, final_weights
+from .experiment import Spec, RunContext, data_identity, runs_dir, runs_command, best_checkpoint, ckpt_home, final_weights
 from .plan import Plan, mean_sd, row_metrics
 import memlm.awd_lstm as awd
 
@@ -664,9 +664,8 @@ class MethodExp:
 # %% ../nbs/13_meta_dynamic.ipynb #079504c8
 def _stats(folder: Path, device) -> tuple[dict, list, dict]:
     if not (folder/'stats.pt').exists():                         # derived statistics are not committed: a fresh checkout has none
-        name, seed = folder.name.rsplit('-', 2)[0], folder.name.rsplit('-', 2)[1].lstrip('s')
         raise FileNotFoundError(f"{folder/'stats.pt'}: the gradient statistics of this run are not on this machine (not committed). "
-                                f"Make them again (minutes): make runs PAPER={folder.parts[-3]} SCALE={folder.parts[-4]} RUNS='{name}:{seed}' RERUN=1")
+                                f"Make them again (minutes): {runs_command(folder, rerun=True)}")
     s = torch.load(folder/'stats.pt', weights_only=True)
     rec = json.loads((folder/'record.json').read_text())['metrics']
     return dict(MS=[m.to(device) for m in s['MS']], n_batches=s['n_batches']), [f.to(device) for f in s['fisher']], rec

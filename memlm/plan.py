@@ -132,7 +132,8 @@ class Plan:
             up = lambda s: [q for r in _requires(s) for q in (r, *up(r))]
             remake = {r.folder for s in todo for r in up(s) if r.folder in lost}
             if progress and remake: print(f'made again (its derived files are not on this machine): {", ".join(sorted(remake))}', flush=True)
-            todo = [s for s in specs if s.folder in remake or any(s is t for t in todo)]   # plan order: remade before what reads it
+            keep = remake | {t.folder for t in todo}
+            todo = [s for s in specs if s.folder in keep]                                # plan order: remade before what reads it
             for f in remake: records.pop(f)
             rerun = rerun if rerun is True else {*(rerun or ()), *remake}
         if progress:
@@ -279,8 +280,8 @@ def _run_hours(r: dict) -> float | None:
 def _status_rows(self: Plan, parts=None) -> list[dict]:
     """One row per run of `parts` (default all, with what they need), read from disk: done, incomplete or not started, with epochs
     and why it stopped; a run not done has `est_h`, the median hours of the same run's finished seeds (None without one)."""
-    rows, names, hours = [], [], {}
-    for s in self.specs(parts):
+    rows, names, hours, specs, when = [], [], {}, self.specs(parts), {}
+    for s in specs:
         d = self.dir(s)
         try: r = load_record(d) or {}
         except CorruptRecordError as e: r = dict(status='corrupt'); print(e, flush=True)
@@ -289,23 +290,17 @@ def _status_rows(self: Plan, parts=None) -> list[dict]:
         status = status or r.get('status') or ('interrupted (checkpointed)' if ckpt_home(d).exists() else 'not started')
         if status == 'done' and (h := _run_hours(r)): hours.setdefault(s.name, []).append(h)
         names.append(s.name)
+        if status == 'done' and (date := (r.get('provenance') or {}).get('date')): when[s.folder] = datetime.fromisoformat(date)
         rows.append(dict(run=s.folder, home=s.home or self.paper, status=status,
                          epochs=r.get('epochs') if status == 'done' else (_logged_epochs(d) if d.exists() else None),
                          stopped=r.get('stop_reason'), train_h=round(r['train_time_s'] / 3600, 2) if r.get('train_time_s') else None,
                          est_h=None, device=(r.get('provenance') or {}).get('device')))
     for row, name in zip(rows, names):
         if row['status'] != 'done' and name in hours: row['est_h'] = round(statistics.median(hours[name]), 2)
-    when = {row['run']: _finished_at(self.dir(s)) for row, s in zip(rows, self.specs(parts)) if row['status'] == 'done'}
-    for row, s in zip(rows, self.specs(parts)):       # a run made from a need that was trained again after it: its numbers are the old need's
-        newer = [r.folder for r in s.needs if row['status'] == 'done' and when.get(r.folder) and when[row['run']] and when[r.folder] > when[row['run']]]
+    for row, s in zip(rows, specs):                   # a run made from a need that was trained again after it: its numbers are the old need's
+        newer = [r.folder for r in s.needs if s.folder in when and when.get(r.folder, when[s.folder]) > when[s.folder]]
         if newer: row['status'] = f"stale ({', '.join(newer)} finished after it; RERUN=1)"
     return rows
-
-def _finished_at(d: Path):
-    "When the run in folder `d` last finished (its record's provenance date; None without one)."
-    try: date = ((load_record(d) or {}).get('provenance') or {}).get('date')
-    except CorruptRecordError: return None
-    return datetime.fromisoformat(date) if date else None
 Plan.status_rows = _status_rows
 
 # %% ../nbs/05c_plan.ipynb #714affa7
