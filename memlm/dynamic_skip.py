@@ -225,38 +225,39 @@ SkipLSTM.forward = _forward
 # %% ../nbs/14_dynamic_skip.ipynb #f54c390c
 def _loop_autograd(self: SkipLSTM, x, xp, h0, c0, mask, actions, probe):
     T, B, _ = x.shape; K, _H, lam = self.K, self.hidden_size, self.lam
-    hist_h, hist_c = h0.flip(0), c0.flip(0)        # oldest first; grows by one state per step (reference only)
+    win_h, win_c = list(h0.unbind(0)), list(c0.unbind(0))   # the last K states, newest first: a list, so no step copies the history
     choose = self._chooser(x, mask, actions) if self.mode != 'attention' else None
     ys, As, Ls = [], [], []
-    h, c = h0[0], c0[0]
+    h, c = win_h[0], win_c[0]
     rows = torch.arange(B, device=x.device)
+    xps = xp.unbind(0)                                  # per-step views whose backward is one stack (indexing xp[t] would zero-fill all T steps' gradient every step)
+    if self.mode == 'attention': pxs = self.policy.x2z(x).unbind(0)   # the policy's input term, all steps in one matmul
     for t in range(T):
+        past_h, past_c = torch.stack(win_h), torch.stack(win_c)      # [K, B, H]; past_h[k-1] = h_{t-k}
         if self.mode == 'attention':
-            lg = self.policy(x[t], h)
+            lg = self.policy.z2a(torch.tanh(pxs[t] + self.policy.h2z(h)))   # = self.policy(x[t], h)
             if mask is not None: lg = lg + mask[t]
             p = torch.softmax(lg, -1)                                  # [B, K], p[:, k-1] weighs h_{t-k}
-            past_h, past_c = hist_h[-K:].flip(0), hist_c[-K:].flip(0)  # newest first: [K, B, H]
             hs, cs = torch.einsum('bk,kbh->bh', p, past_h), torch.einsum('bk,kbh->bh', p, past_c)
             Ls.append(lg); As.append(p.argmax(1) + 1)
         else:
             a = choose(t, h.detach()) + 1; As.append(a)
-            n = hist_h.shape[0]
-            hs, cs = hist_h[n - a, rows], hist_c[n - a, rows]
+            hs, cs = past_h[a - 1, rows], past_c[a - 1, rows]
         if lam != 1.0: hs, cs = torch.lerp(h, hs, lam), torch.lerp(c, cs, lam)
-        gates = xp[t] + hs @ self.weight_hh.t()
+        gates = xps[t] + hs @ self.weight_hh.t()
         i, f, g, o = gates.chunk(4, 1)
         c = torch.sigmoid(f) * cs + torch.sigmoid(i) * torch.tanh(g)
         h = torch.sigmoid(o) * torch.tanh(c)
         if probe is not None: h = h + probe[t]
         ys.append(h)
-        hist_h, hist_c = torch.cat([hist_h, h[None]]), torch.cat([hist_c, c[None]])
+        win_h, win_c = [h] + win_h[:K - 1], [c] + win_c[:K - 1]
     y, A = torch.stack(ys), torch.stack(As)
     logits = None
     if self.mode == 'attention': logits = torch.stack(Ls)
     elif self.mode == 'dynamic':
         logits = self.policy(x.detach(), torch.cat([h0[:1], y[:-1]]).detach())
         if mask is not None: logits = logits + mask[:, None]
-    return y, hist_h[-K:].flip(0), hist_c[-K:].flip(0), A, logits
+    return y, torch.stack(win_h), torch.stack(win_c), A, logits
 
 SkipLSTM._loop_autograd = _loop_autograd
 
