@@ -17,7 +17,8 @@ from .evaluate import lm_windows, model_device
 # %% auto #0
 __all__ = ['FUNCTION_WORDS', 'STEP_HEADS', 'PARTS', 'CACHE_GRID', 'LOADERS', 'FAMILIES', 'ProbeConfig', 'token_nll',
            'sample_targets', 'perturb', 'last_step_head', 'window_nll', 'word_classes', 'probe', 'copy_gain',
-           'cache_nll', 'cache_ppl', 'load_lm', 'ProbeExp', 'run_probe', 'family_lms', 'lm_weights', 'make_plan']
+           'cache_nll', 'cache_ppl', 'load_lm', 'ProbeExp', 'run_probe', 'family_lms', 'lm_weights', 'probed',
+           'make_plan']
 
 # %% ../nbs/20_context_probe.ipynb #43610ede
 @dataclass
@@ -281,21 +282,27 @@ def lm_weights(lm: Spec, scale: str) -> tuple[str, str]:
     rec = load_record(d) if (d/'record.json').exists() else None
     if rec is None or rec['status'] != 'done':
         return 'untrained', f"make runs PAPER=context_probe SCALE={scale} RUNS='probe_{lm.label or lm.name}:{lm.seed}'"
-    if any(ckpt_home(d).glob('*/weights.fp16.pt')) or any(ckpt_home(d).glob('*/best.pt')): return 'kept', ''
+    if any(ckpt_home(d).glob('*/weights.fp16.pt')) or any(ckpt_home(d).glob('*/best.pt')) or any(d.glob('weights-*.pt')): return 'kept', ''   # weights-*: carried
     return 'missing', f"make runs PAPER={lm.home} SCALE={scale} RUNS='{lm.name}:{lm.seed}' RERUN=1   # then the probe"
 
 # %% ../nbs/20_context_probe.ipynb #60766f7c
+def probed(spec: Spec, scale: str) -> bool:
+    "Whether a probe run has finished (its record reads without its LM's weights)."
+    d = runs_dir('context_probe', scale)/spec.folder
+    return (d/'record.json').exists() and load_record(d)['status'] == 'done'
+
 def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Plan:
     "One probe per core LM seed, the cached probe of seed 0, and one probe per family whose weights can be read here (or trained)."
     cp = core.make_plan(scale, seeds, data_path)
     pc = pick(scale, smoke=ProbeConfig(window=20, ds=(5, 20, 50), n_targets=60, batch_size=30), default=ProbeConfig())
     lms = [borrow(s, 'awd_lstm', 'core') for s in cp.parts['lm']]
     base = lambda s: ProbeExp(lm=s.cfg, lm_run=s.folder, lm_paper=s.home, probe=pc)
-    fams = [(k, s) for k, s in family_lms(scale, seeds[0], data_path).items()
-            if scale == 'smoke' or lm_weights(s, scale)[0] != 'missing']   # smoke retrains every run anyway
+    probe = lambda k, s: Spec(run_probe, base(s), s.seed, name=f'probe_{k}', data_id=s.data_id, needs=(s,))
+    fams = [(k, s) for k, s in family_lms(scale, seeds[0], data_path).items()   # smoke retrains every run anyway
+            if scale == 'smoke' or lm_weights(s, scale)[0] != 'missing' or probed(probe(k, s), scale)]
     return Plan('context_probe', scale, {
         'core': [Spec(run_probe, base(s), s.seed, name='probe_core', data_id=s.data_id, needs=(s,)) for s in lms],
         'cache': [Spec(run_probe, replace(base(lms[0]), cache_grid=pick(scale, smoke=((1., 0.1), (1., 0.3)), default=CACHE_GRID),
                                         tune_tokens=pick(scale, smoke=300, default=10_000)), lms[0].seed, name='probe_cache',
                        data_id=lms[0].data_id, needs=(lms[0],))],
-        'families': [Spec(run_probe, base(s), s.seed, name=f'probe_{k}', data_id=s.data_id, needs=(s,)) for k, s in fams]})
+        'families': [probe(k, s) for k, s in fams]})
