@@ -9,7 +9,7 @@ from concurrent.futures import ProcessPoolExecutor, wait, FIRST_COMPLETED
 import multiprocessing as mp
 from pathlib import Path
 from .experiment import Spec, execute, load_record, ckpt_home, CorruptRecordError
-from .plan import Plan, paper_plan
+from .plan import Plan, paper_plan, _requires
 from .registry import results_dir
 
 # %% auto #0
@@ -23,6 +23,7 @@ PRIORITY = (
     ('phrase_induction', 'cpu', ('table1', 'ablations')),           # phrase induction re-decided on that recipe
     ('span_buffer', 'cpu', ('screen',)),                            # the span buffer's reward readings (one seed, 3 epochs each)
     ('span_buffer', 'cpu', ('forms',)),                             # each reward reading at full length, then the clipping reading
+    ('meta_dynamic', 'cpu', ('pilot', 'learning')),                 # the meta-learner's budget pilots, then (budget fixed) its learning runs
     ('span_buffer', 'cpu', ('lm', 'dynamic_eval')),                 # span buffer Table 1 on the chosen reward reading
     ('awd_lstm', 'gpu', ('gpu_fit',), 'alone'),                     # which gpu scale fits: candidates timed packed, nothing beside them
     ('dynamic_skip', 'cpu', ('ner_schedule',)),                     # the NER schedule pilot, then Table 2 on the schedule it fixes
@@ -55,11 +56,13 @@ def _record(d: Path) -> dict | None:
 
 # %% ../nbs/08a_campaign.ipynb #60bedb31
 def pending(items, seeds=(0, 1, 2), data_path: str | None = None, device: str | None = None,
-            pinned: list | None = None, alone: set | None = None) -> list[tuple[Plan, Spec]]:
+            pinned: list | None = None, alone: set | None = None, remake: set | None = None) -> list[tuple[Plan, Spec]]:
     """The runs not yet done, in priority order: `items` are `(paper, scale, parts)` or `(Plan, parts)`. With `device`: only the
     runs whose seed (the item's runs of that seed, the run itself included: a started run finishes where it started) has
     trained on no device yet or on this kind, so that both arms of a seed train on one kind; the others go to `pinned` as
-    `(folder, kind they need)`. The run folders of items marked `'alone'` go to `alone`."""
+    `(folder, kind they need)`. The run folders of items marked `'alone'` go to `alone`. A finished run that a pending run extends
+    or needs, and whose derived files (`Spec.derived`, e.g. statistics git does not keep) are not on this machine, is listed just
+    before the first run that reads it, and its folder goes to `remake`: it is trained again first."""
     out, seen = [], set()
     for it in items:
         plan, parts = (it[0], it[1]) if isinstance(it[0], Plan) else (paper_plan(it[0], it[1], list(seeds), data_path), list(it[2]))
@@ -75,15 +78,28 @@ def pending(items, seeds=(0, 1, 2), data_path: str | None = None, device: str | 
             if device is not None and other and device_kind(device) not in other:
                 if pinned is not None: pinned.append((s.folder, ', '.join(sorted(other))))
                 continue
+            for r in _lost_needs(plan, s, seen):                          # derived files to make again first
+                seen.add(plan.dir(r)); out.append((plan, r))
+                if remake is not None: remake.add(plan.dir(r))
             seen.add(d); out.append((plan, s))
             if alone is not None and it[-1] == 'alone': alone.add(d)
     return out
 
+def _lost_needs(plan: Plan, s: Spec, seen: set) -> list[Spec]:
+    "The finished runs `s` extends or needs whose derived files are missing here, and in turn theirs, outermost first."
+    out = []
+    for r in _requires(s):
+        d = plan.dir(r)
+        if d in seen or r in out: continue
+        if r.derived and (_record(d) or {}).get('status') == 'done' and any(not (d/f).exists() for f in r.derived):
+            out += [q for q in _lost_needs(plan, r, seen) if q not in out] + [r]   # remade in turn: what it reads first
+    return out
+
 # %% ../nbs/08a_campaign.ipynb #67cbaa3d
-def _job(spec: Spec, root: str, deadline: float, device: str, threads: int | None) -> tuple[str, dict | str]:
+def _job(spec: Spec, root: str, deadline: float, device: str, threads: int | None, rerun: bool = False) -> tuple[str, dict | str]:
     import torch
     if threads: torch.set_num_threads(threads)
-    try: return 'ok', execute(spec, Path(root), deadline=deadline, device=device)
+    try: return 'ok', execute(spec, Path(root), deadline=deadline, device=device, rerun=rerun)
     except Exception as e: return 'failed', f'{type(e).__name__}: {e}'[-2000:]
 
 # %% ../nbs/08a_campaign.ipynb #4693cb9e
@@ -98,22 +114,23 @@ def run_campaign(items=PRIORITY, *, budget_s: float = 540., workers: int = 4, de
     device = device or ('cuda' if torch.cuda.is_available() else 'cpu')
     t0 = time.time(); deadline = t0 + budget_s - margin_s
     threads = threads or max(1, (os.cpu_count() or 1) // workers)     # the host's cores shared by the runs, no oversubscription
-    pinned, alone, held = [], set(), held_items(items)
-    todo = pending([it for it in items if it not in held], seeds, data_path, device=device, pinned=pinned, alone=alone)
+    pinned, alone, remake, held = [], set(), set(), held_items(items)
+    todo = pending([it for it in items if it not in held], seeds, data_path, device=device, pinned=pinned, alone=alone, remake=remake)
     log(f'campaign: {len(todo)} pending runs, {workers} at a time on {device}, deadline in {deadline - t0:.0f} s'
         + (f'; {len(pinned)} left to another kind of device, where their partners of the same seed trained' if pinned else '')
-        + (f'; {len(held)} gpu-scale items held until the gpu scale is chosen (memlm.awd_lstm.GPU_MODEL, from part gpu_fit)' if held else ''))
+        + (f'; {len(held)} gpu-scale items held until the gpu scale is chosen (memlm.awd_lstm.GPU_MODEL, from part gpu_fit)' if held else '')
+        + (f'; {len(remake)} finished runs made again first (their derived files are not on this machine)' if remake else ''))
     out = dict(done=[], incomplete=[], failed={}, not_started=[], held=held, dirs=[])
     running, left = {}, list(todo)
     ctx = mp.get_context('spawn')
     with ProcessPoolExecutor(workers, mp_context=ctx) as ex:
         while left or running:
             status = lambda s, plan: (load_record(plan.dir(s)) or {}).get('status')
-            ready = [(p, s) for p, s in left if all(status(r, p) == 'done' for r in p.requires(s))]
+            ready = [(p, s) for p, s in left if all(status(r, p) == 'done' and p.dir(r) not in remake for r in p.requires(s))]
             while ready and len(running) < workers and time.time() < deadline - min_start_s:
                 if running and (ready[0][0].dir(ready[0][1]) in alone or any(q.dir(r) in alone for q, r in running.values())): break
                 p, s = ready.pop(0); left.remove((p, s)); out['dirs'].append(p.dir(s))
-                running[ex.submit(this._job, s, str(p.dir(s).parent), deadline, device, threads)] = (p, s)
+                running[ex.submit(this._job, s, str(p.dir(s).parent), deadline, device, threads, p.dir(s) in remake)] = (p, s)
                 log(f'  started {s.folder} ({p.paper}, {p.scale})')
             if not running: break                                        # nothing ready can start (dependencies or time)
             fin, _ = wait(running, timeout=5, return_when=FIRST_COMPLETED)
@@ -122,6 +139,7 @@ def run_campaign(items=PRIORITY, *, budget_s: float = 540., workers: int = 4, de
                 if kind == 'failed': out['failed'][s.folder] = r; log(f'  FAILED {s.folder}: {r[-300:]}')
                 else:
                     out['done' if r['status'] == 'done' else 'incomplete'].append(s.folder)
+                    if r['status'] == 'done': remake.discard(p.dir(s))            # made again: what reads it may start
                     log(f"  {r['status']} {s.folder}: {r.get('epochs')} epochs ({r.get('stop_reason')}), {r['train_time_s']:.0f} s training")
     out['not_started'] = [s.folder for _, s in left]
     log(f"campaign: {len(out['done'])} done, {len(out['incomplete'])} incomplete, {len(out['failed'])} failed, "
