@@ -115,9 +115,9 @@ class LayerStep:
 @contextlib.contextmanager
 def native_kernels():
     "PyTorch's native (ATen) CPU kernels instead of oneDNN's, e.g. for `nn.LSTM` (oneDNN's TF32 notice silenced)."
-    with warnings.catch_warnings(), torch.backends.mkldnn.flags(enabled=False):
-        warnings.simplefilter('ignore')
-        yield
+    with warnings.catch_warnings():   # the notice comes as the flags are set, so the filter goes first; other warnings still show
+        warnings.filterwarnings('ignore', message='TF32 acceleration on top of oneDNN')
+        with torch.backends.mkldnn.flags(enabled=False): yield
 
 # %% ../nbs/02a_speed.ipynb #037c9839
 def throughput(model: nn.Module,            # what is measured (it is trained: pass a throwaway one)
