@@ -91,7 +91,7 @@ def _lost_needs(plan: Plan, s: Spec, seen: set) -> list[Spec]:
     for r in _requires(s):
         d = plan.dir(r)
         if d in seen or r in out: continue
-        if r.derived and (_record(d) or {}).get('status') == 'done' and any(not (d/f).exists() for f in r.derived):
+        if plan.derived_missing(r) and (_record(d) or {}).get('status') == 'done':
             out += [q for q in _lost_needs(plan, r, seen) if q not in out] + [r]   # remade in turn: what it reads first
     return out
 

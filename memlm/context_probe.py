@@ -279,7 +279,7 @@ def family_lms(scale: str, seed: int, data_path: str | None = None) -> dict[str,
 def lm_weights(lm: Spec, scale: str) -> tuple[str, str]:
     "('kept' | 'missing' | 'untrained', the command that makes the probe possible) for a borrowed LM run `lm`."
     d = runs_dir(lm.home, scale)/lm.folder
-    rec = load_record(d) if (d/'record.json').exists() else None
+    rec = load_record(d)
     if rec is None or rec['status'] != 'done':
         return 'untrained', f"make runs PAPER=context_probe SCALE={scale} RUNS='probe_{lm.label or lm.name}:{lm.seed}'"
     if any(ckpt_home(d).glob('*/weights.fp16.pt')) or any(ckpt_home(d).glob('*/best.pt')) or any(d.glob('weights-*.pt')): return 'kept', ''   # weights-*: carried
@@ -288,8 +288,7 @@ def lm_weights(lm: Spec, scale: str) -> tuple[str, str]:
 # %% ../nbs/20_context_probe.ipynb #60766f7c
 def probed(spec: Spec, scale: str) -> bool:
     "Whether a probe run has finished (its record reads without its LM's weights)."
-    d = runs_dir('context_probe', scale)/spec.folder
-    return (d/'record.json').exists() and load_record(d)['status'] == 'done'
+    return (load_record(runs_dir('context_probe', scale)/spec.folder) or {}).get('status') == 'done'
 
 def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Plan:
     "One probe per core LM seed, the cached probe of seed 0, and one probe per family whose weights can be read here (or trained)."
@@ -297,12 +296,11 @@ def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Pla
     pc = pick(scale, smoke=ProbeConfig(window=20, ds=(5, 20, 50), n_targets=60, batch_size=30), default=ProbeConfig())
     lms = [borrow(s, 'awd_lstm', 'core') for s in cp.parts['lm']]
     base = lambda s: ProbeExp(lm=s.cfg, lm_run=s.folder, lm_paper=s.home, probe=pc)
-    probe = lambda k, s: Spec(run_probe, base(s), s.seed, name=f'probe_{k}', data_id=s.data_id, needs=(s,))
-    fams = [(k, s) for k, s in family_lms(scale, seeds[0], data_path).items()   # smoke retrains every run anyway
-            if scale == 'smoke' or lm_weights(s, scale)[0] != 'missing' or probed(probe(k, s), scale)]
+    fams = [Spec(run_probe, base(s), s.seed, name=f'probe_{k}', data_id=s.data_id, needs=(s,)) for k, s in family_lms(scale, seeds[0], data_path).items()]
+    fams = [p for p in fams if scale == 'smoke' or lm_weights(p.needs[0], scale)[0] != 'missing' or probed(p, scale)]   # smoke retrains every run anyway
     return Plan('context_probe', scale, {
         'core': [Spec(run_probe, base(s), s.seed, name='probe_core', data_id=s.data_id, needs=(s,)) for s in lms],
         'cache': [Spec(run_probe, replace(base(lms[0]), cache_grid=pick(scale, smoke=((1., 0.1), (1., 0.3)), default=CACHE_GRID),
                                         tune_tokens=pick(scale, smoke=300, default=10_000)), lms[0].seed, name='probe_cache',
                        data_id=lms[0].data_id, needs=(lms[0],))],
-        'families': [probe(k, s) for k, s in fams]})
+        'families': fams})

@@ -106,6 +106,10 @@ class Plan:
         "The folder of run `s`: in this plan's runs folder, or in its home paper's (`<scale>/<home>/runs`, beside this plan's)."
         return (self.root if not s.home or s.home == self.paper else self.root.parent.parent/s.home/'runs')/s.folder
 
+    def derived_missing(self, s: Spec) -> bool:
+        "Whether a file run `s` derives for the runs that read it (`Spec.derived`) is missing from its folder on this machine."
+        return any(not (self.dir(s)/f).exists() for f in s.derived)
+
     def run(self, parts=None, *, workers: int = 1, time_limit_s: float | None = None, rerun: bool | Collection[str] = False,
             device=None, margin_s: float | None = None, progress: bool = True, wait_locked: bool = False) -> Results:
         """Execute the missing runs of `parts`; returns their records (and what remains when the time limit hits). A run another
@@ -127,7 +131,7 @@ class Plan:
             elif not wait_locked and (who := lock_holder(self.dir(s))):   # another process trains it now: not waited for
                 elsewhere.append(s); print(f'{s.folder}: running elsewhere ({who}); not waited for', flush=True)
             else: todo.append(s)
-        lost = {s.folder for s in specs if s.folder in records and any(not (self.dir(s)/f).exists() for f in s.derived)}
+        lost = {s.folder for s in specs if s.folder in records and self.derived_missing(s)}
         if lost and todo:                        # a fresh checkout: what git does not keep is made again, for the runs that read it
             up = lambda s: [q for r in _requires(s) for q in (r, *up(r))]
             remake = {r.folder for s in todo for r in up(s) if r.folder in lost}
