@@ -4,7 +4,7 @@
 
 # %% ../nbs/13_meta_dynamic.ipynb #91147a44
 from __future__ import annotations
-import contextlib, math, resource, time
+import contextlib, functools, math, resource, time, warnings
 from pathlib import Path
 from typing import Callable
 from dataclasses import dataclass, field
@@ -16,15 +16,15 @@ from .train import TimeLimitReached, load_checkpoint, save_checkpoint
 from .evaluate import dynamic_evaluate, DynEvalConfig, gradient_stats, grad_eval_mode, lm_windows
 
 # %% auto #0
-__all__ = ['BUCKET', 'FEATURES', 'GATES', 'METHODS', 'ADAM', 'AWD_SGD', 'SCALES', 'PARTS', 'META_VARIANTS', 'INITS', 'PILOT_LRS',
-           'META_BUDGET', 'LEARNERS', 'PTB_LEARNERS', 'COMPARISONS', 'squash', 'buckets', 'flat', 'unflat',
-           'meta_constants', 'MetaConfig', 'MetaLearner', 'meta_update', 'no_update', 'recording', 'fisher_diagonal',
-           'MetaTrainConfig', 'saved_bytes', 'unroll_plain', 'unroll_checkpointed', 'rotate_stream', 'meta_train',
-           'curve_stop', 'tune_dyneval', 'peak_rss_mb', 'segment_starts', 'article_effects', 'smooth', 'CorpusExp',
-           'corpus_splits', 'LMExp', 'train_lm', 'trained_lm', 'full_corpus', 'CoreLMExp', 'core_lm', 'LMRef',
-           'load_lm', 'PrepExp', 'prepare', 'MethodExp', 'run_method', 'SpeedExp', 'eval_speed', 'MetaDynScale',
-           'wt2_lm_config', 'method_specs', 'choose_budget', 'learning_specs', 'make_plan', 'learning_summary',
-           'comparison']
+__all__ = ['BUCKET', 'FEATURES', 'GATES', 'COMPILE_MIN', 'METHODS', 'ADAM', 'AWD_SGD', 'SCALES', 'PARTS', 'META_VARIANTS',
+           'INITS', 'PILOT_LRS', 'META_BUDGET', 'LEARNERS', 'PTB_LEARNERS', 'COMPARISONS', 'squash', 'buckets', 'flat',
+           'unflat', 'meta_constants', 'MetaConfig', 'MetaLearner', 'meta_update', 'no_update', 'recording',
+           'fisher_diagonal', 'MetaTrainConfig', 'saved_bytes', 'unroll_plain', 'unroll_checkpointed', 'rotate_stream',
+           'meta_train', 'curve_stop', 'tune_dyneval', 'peak_rss_mb', 'segment_starts', 'article_effects', 'smooth',
+           'CorpusExp', 'corpus_splits', 'LMExp', 'train_lm', 'trained_lm', 'full_corpus', 'CoreLMExp', 'core_lm',
+           'LMRef', 'load_lm', 'PrepExp', 'prepare', 'MethodExp', 'run_method', 'SpeedExp', 'eval_speed',
+           'MetaDynScale', 'wt2_lm_config', 'method_specs', 'choose_budget', 'learning_specs', 'make_plan',
+           'learning_summary', 'comparison']
 
 # %% ../nbs/13_meta_dynamic.ipynb #1d7361ff
 BUCKET = 1 << 21   # coordinates per bucket: on a CPU, allocations above ~8 MB cost several times more per element
@@ -109,39 +109,72 @@ class MetaConfig:
         return dict(i=0., f=0. if self.levels == 3 else self.closed_bias, z=0.)
 
 # %% ../nbs/13_meta_dynamic.ipynb #1268383e
+def _rule_parts(p, g, th0, r, i0, a0, F, xF, W, B, xl, ewc, lr: float, levels: int):
+    "θ − θ₀, the squashed features but the loss, ∇̃ and the gate multipliers base ⊙ e^u of the linear learner (elementwise)."
+    D = p - th0
+    xg, xd = g * r, D / lr
+    xs = [xg / (1 + xg.abs()), xd / (1 + xd.abs())] + ([xF] if levels == 3 else [])
+    E = {}
+    for m, (gate, base) in enumerate(zip(GATES[:levels], (i0, a0, a0))):
+        u = B[m] + xl * W[0, m]                                               # u = b + w_loss x_loss + Σ_k w_k x_k
+        for k, x in enumerate(xs, 1): u = u + x * W[k, m]
+        E[gate] = base * torch.exp(u)
+    return D, xs, g + ewc * F * D if levels == 3 else g, E                    # ∇̃ = ∇L + γ F̂ (θ − θ₀)   (Eq. 7)
+
+def _rule_theta(p, g, th0, r, i0, a0, F, xF, W, B, xl, ewc, lr: float, levels: int):
+    "θ_t of Eq. 6 for the linear learner: θ − i ⊙ ∇̃ − (1 − f) ⊙ θ + z ⊙ θ₀."
+    D, xs, gt, E = _rule_parts(p, g, th0, r, i0, a0, F, xF, W, B, xl, ewc, lr, levels)
+    new = p - E['i'] * gt
+    if levels >= 2: new = new - E['f'] * p
+    if levels == 3: new = new + E['z'] * th0
+    return new
+
+def _rule_grads(G, p, g, th0, r, i0, a0, F, xF, W, B, xl, ewc, lr: float, levels: int):
+    "From ∂L/∂θ_t = G, at first order (the features detached): ∂L/∂θ_{t−1}, and ∂L/∂b, ∂L/∂W, ∂L/∂γ as sums over the coordinates."
+    D, xs, gt, E = _rule_parts(p, g, th0, r, i0, a0, F, xF, W, B, xl, ewc, lr, levels)
+    dp = G * (1 - E['f']) if levels >= 2 else G
+    rows = []
+    for gate, scaled, sign in (('i', gt, -1.), ('f', p, -1.), ('z', th0, 1.)):   # what each multiplier scales, and its sign
+        if gate not in E: continue
+        du = sign * G * E[gate] * scaled                                         # ∂L/∂u_g per coordinate
+        s = du.sum()
+        rows.append(torch.stack([s, s * xl, *((du * x).sum() for x in xs)]))
+    R = torch.stack(rows)                                                        # [gates, 1 + features]
+    return dp, R[:, 0], R[:, 1:].T, -(G * E['i'] * F * D).sum() if levels == 3 else None
+
+COMPILE_MIN = 1 << 16   # coordinates from which the rule runs through torch.compile (one fused loop); smaller tensors run it eagerly
+
+@functools.cache
+def _compiled(fn): return torch.compile(fn, dynamic=True)
+
+def _run_rule(fn, n: int, *args):
+    "`fn(*args)`, compiled when the tensors hold at least `COMPILE_MIN` coordinates; eagerly (the same numbers) if compiling fails."
+    global COMPILE_MIN
+    if n >= COMPILE_MIN:
+        try: return _compiled(fn)(*args)
+        except Exception as e:                                                   # e.g. no C++ compiler on this machine
+            warnings.warn(f"torch.compile of the meta-learner's rule failed ({type(e).__name__}: {e}); it runs eagerly"); COMPILE_MIN = math.inf
+    return fn(*args)
+
+def _rule_args(p, g, b: int, c: dict, weight, bias, xL, ewc, levels: int) -> tuple:
+    "The rule's arguments for bucket (or tensor) `b` of the constants `c` (`meta_constants`, or per-tensor views of them)."
+    F_, xF = (c['F'][b], c['xF'][b]) if levels == 3 else (None, None)
+    return (p, g, c['theta0'][b], c['r'][b], c['i0'][b], c['a0'][b], F_, xF, weight, bias, xL, ewc, float(c['lr']), levels)
+
 class _FirstOrderStep(torch.autograd.Function):
-    """Eq. 6 on bucket `b` for the linear learner at first order (gradient and θ − θ₀ features detached), in a few in-place passes;
-    its backward gives ∂/∂θ_{t−1} and the learner's gradients as sums over the bucket, without autograd's per-op intermediates."""
+    """Eq. 6 on bucket `b` for the linear learner at first order: its forward and backward are `_rule_theta` and `_rule_grads`, each
+    one pass over the coordinates when compiled; the backward recomputes the gates instead of keeping them."""
     @staticmethod
-    def forward(ctx, p, g, xL, bias, weight, ewc, b: int, c: dict, gates: tuple):
-        D, th0, F_ = p - c['theta0'][b], c['theta0'][b], c['F'][b] if 'F' in c else None
-        xs = [squash(g * c['r'][b]), squash(D / c['lr'])] + ([c['xF'][b]] if weight.shape[0] == 4 else [])   # features but the loss
-        gt = g if ewc is None else torch.addcmul(g, F_, D, value=float(ewc))   # ∇̃ = ∇L + γ F̂ (θ − θ₀)   (Eq. 7)
-        w, bb, xl, E = weight.tolist(), bias.tolist(), float(xL), {}
-        for m, gate in enumerate(gates):                                       # base ⊙ e^u,  u = b + Σ_k w_k x_k
-            u = xs[0] * w[1][m]
-            for k, x in enumerate(xs[1:], 2): u.add_(x, alpha=w[k][m])
-            E[gate] = u.add_(bb[m] + xl * w[0][m]).exp_().mul_(c['i0' if gate == 'i' else 'a0'][b])
-        new = torch.addcmul(p, E['i'], gt, value=-1.)                          # θ − i ⊙ ∇̃
-        if 'f' in E: new.addcmul_(E['f'], p, value=-1.)                        # − (1 − f) ⊙ θ
-        if 'z' in E: new.addcmul_(E['z'], th0)                                 # + z ⊙ θ₀
-        ctx.save_for_backward(p, gt, D, *xs, *E.values())
-        ctx.b, ctx.c, ctx.gates, ctx.xl, ctx.nx, ctx.ewc = b, c, gates, xl, len(xs), ewc is not None
-        return new
+    def forward(ctx, p, g, xL, bias, weight, ewc, b: int, c: dict, levels: int):
+        ewc = ewc if ewc is not None else xL.new_zeros(())
+        ctx.save_for_backward(p, g, xL, bias, weight, ewc); ctx.b, ctx.c, ctx.levels = b, c, levels
+        return _run_rule(_rule_theta, p.numel(), *_rule_args(p, g, b, c, weight.detach(), bias.detach(), xL, ewc.detach(), levels))
 
     @staticmethod
     def backward(ctx, G):
-        p, gt, D, *rest = ctx.saved_tensors
-        xs, E = rest[:ctx.nx], dict(zip(ctx.gates, rest[ctx.nx:]))
-        dp = torch.addcmul(G, G, E['f'], value=-1.) if 'f' in E else G        # ∂θ_t/∂θ_{t−1} = 1 − (1 − f) (the features are detached)
-        other = dict(i=gt, f=p, z=ctx.c['theta0'][ctx.b])                      # what each gate's multiplier scales
-        GEi, db, dw = G * E['i'], [], []
-        for gate in ctx.gates:
-            du = (GEi if gate == 'i' else G * E[gate]).mul(other[gate]).mul_(1. if gate == 'z' else -1.)   # ∂L/∂u_g per coordinate
-            s = du.sum()
-            db.append(s); dw.append(torch.stack([s * ctx.xl, *(torch.dot(du, x) for x in xs)]))
-        dewc = -torch.dot(GEi.mul_(ctx.c['F'][ctx.b]), D) if ctx.ewc else None
-        return dp, None, None, torch.stack(db), torch.stack(dw, 1), dewc, None, None, None
+        p, g, xL, bias, weight, ewc = ctx.saved_tensors
+        dp, db, dW, dewc = _run_rule(_rule_grads, p.numel(), G, *_rule_args(p, g, ctx.b, ctx.c, weight, bias, xL, ewc, ctx.levels))
+        return dp, None, None, db, dW, dewc, None, None, None
 
 # %% ../nbs/13_meta_dynamic.ipynb #ab3a7633
 class MetaLearner(nn.Module):
@@ -192,7 +225,7 @@ class MetaLearner(nn.Module):
         xL = squash(loss - ema) if ema is not None else torch.zeros_like(loss)
         mem = dict(ema=loss if ema is None else self.cfg.loss_ema * ema + (1 - self.cfg.loss_ema) * loss)
         if fused and first_order and not self.cfg.hidden:
-            return [_FirstOrderStep.apply(p, g.detach(), xL, self.bias, self.weight, self.ewc, b, c, self.cfg.gates)
+            return [_FirstOrderStep.apply(p, g.detach(), xL, self.bias, self.weight, self.ewc, b, c, self.cfg.levels)
                     for b, (p, g) in enumerate(zip(theta, grads))], mem
         out = []
         for b, (p, g) in enumerate(zip(theta, grads)):
@@ -234,6 +267,9 @@ def _fast_constants(learner: MetaLearner, c: dict, params: list) -> dict:
         out.update(C={g: [views[base[g]][j].log() + b[k] + fisher(cols[k], j) for j in range(n)] for k, g in enumerate(cfg.gates)},
                    w={g: [cols[k][fi[f]] for f in dyn] for k, g in enumerate(cfg.gates)})
     out['buf'] = [[torch.empty_like(p) for _ in range(4 + (len(cfg.gates) if cfg.hidden else 0))] for p in params]
+    if not cfg.hidden:   # what the compiled rule (`_rule_theta`) reads instead, on tensors from `COMPILE_MIN` coordinates up
+        out.update(rule=dict(views, lr=c['lr']), W=learner.weight.detach().clone(), B=learner.bias.detach().clone(),
+                   ewc=learner.ewc.detach().clone() if learner.ewc is not None else torch.zeros(()))
     return out
 
 # %% ../nbs/13_meta_dynamic.ipynb #75cd1a85
@@ -245,6 +281,10 @@ def _fast_step(learner: MetaLearner, params: list, grads: list, loss: Tensor, me
     xL = float(squash(loss - ema)) if ema is not None else 0.
     mem = dict(ema=loss if ema is None else cfg.loss_ema * ema + (1 - cfg.loss_ema) * loss)
     for j, (p, g) in enumerate(zip(params, grads)):
+        if 'rule' in fc and p.numel() >= COMPILE_MIN:                    # the linear learner on a large tensor: one compiled loop
+            xLt = loss.new_tensor(xL)
+            p.copy_(_run_rule(_rule_theta, p.numel(), *_rule_args(p, g, j, fc['rule'], fc['W'], fc['B'], xLt, fc['ewc'], cfg.levels)))
+            continue
         D, xg, xd, U, *G = fc['buf'][j]
         torch.sub(p, v['theta0'][j], out=D)
         for x, src, scale in ((xg, g, v['r'][j]), (xd, D, None)):      # the squashed grad and delta features
