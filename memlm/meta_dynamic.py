@@ -109,40 +109,19 @@ class MetaConfig:
         return dict(i=0., f=0. if self.levels == 3 else self.closed_bias, z=0.)
 
 # %% ../nbs/13_meta_dynamic.ipynb #1268383e
-def _rule_parts(p, g, th0, r, i0, a0, F, xF, W, B, xl, ewc, lr: float, levels: int):
-    "θ − θ₀, the squashed features but the loss, ∇̃ and the gate multipliers base ⊙ e^u of the linear learner (elementwise)."
+def _bucket_rule(learner, p, g, th0, r, i0, a0, F, xF, xL, lr: float, first_order: bool = True):
+    "Eq. 6 on one bucket (or weight tensor) `p` with its gradient `g` and constants: θ_t. The features are detached at first order."
     D = p - th0
-    xg, xd = g * r, D / lr
-    xs = [xg / (1 + xg.abs()), xd / (1 + xd.abs())] + ([xF] if levels == 3 else [])
-    E = {}
-    for m, (gate, base) in enumerate(zip(GATES[:levels], (i0, a0, a0))):
-        u = B[m] + xl * W[0, m]                                               # u = b + w_loss x_loss + Σ_k w_k x_k
-        for k, x in enumerate(xs, 1): u = u + x * W[k, m]
-        E[gate] = base * torch.exp(u)
-    return D, xs, g + ewc * F * D if levels == 3 else g, E                    # ∇̃ = ∇L + γ F̂ (θ − θ₀)   (Eq. 7)
-
-def _rule_theta(p, g, th0, r, i0, a0, F, xF, W, B, xl, ewc, lr: float, levels: int):
-    "θ_t of Eq. 6 for the linear learner: θ − i ⊙ ∇̃ − (1 − f) ⊙ θ + z ⊙ θ₀."
-    D, xs, gt, E = _rule_parts(p, g, th0, r, i0, a0, F, xF, W, B, xl, ewc, lr, levels)
-    new = p - E['i'] * gt
-    if levels >= 2: new = new - E['f'] * p
-    if levels == 3: new = new + E['z'] * th0
+    if first_order: D, g = D.detach(), g.detach()
+    feats = dict(loss=xL, grad=squash(g * r), delta=squash(D / lr), fisher=xF)
+    m = {k: u.exp() for k, u in learner.gates([feats[k] for k in learner.cfg.features]).items()}   # m(u) = e^u
+    if learner.ewc is not None: g = g + learner.ewc * F * D                  # ∇̃ = ∇L + γ F̂ (θ − θ₀)   (Eq. 7)
+    new = p - i0 * m['i'] * g                                                # − i ⊙ ∇̃,   i = i₀ m(u_i)
+    if 'f' in m: new = new - a0 * m['f'] * p                                 # f ⊙ θ = θ − (1 − f) ⊙ θ,   1 − f = a₀ m(u_f)
+    if 'z' in m: new = new + a0 * m['z'] * th0                               # + z ⊙ θ₀,   z = a₀ m(u_z)
     return new
 
-def _rule_grads(G, p, g, th0, r, i0, a0, F, xF, W, B, xl, ewc, lr: float, levels: int):
-    "From ∂L/∂θ_t = G, at first order (the features detached): ∂L/∂θ_{t−1}, and ∂L/∂b, ∂L/∂W, ∂L/∂γ as sums over the coordinates."
-    D, xs, gt, E = _rule_parts(p, g, th0, r, i0, a0, F, xF, W, B, xl, ewc, lr, levels)
-    dp = G * (1 - E['f']) if levels >= 2 else G
-    rows = []
-    for gate, scaled, sign in (('i', gt, -1.), ('f', p, -1.), ('z', th0, 1.)):   # what each multiplier scales, and its sign
-        if gate not in E: continue
-        du = sign * G * E[gate] * scaled                                         # ∂L/∂u_g per coordinate
-        s = du.sum()
-        rows.append(torch.stack([s, s * xl, *((du * x).sum() for x in xs)]))
-    R = torch.stack(rows)                                                        # [gates, 1 + features]
-    return dp, R[:, 0], R[:, 1:].T, -(G * E['i'] * F * D).sum() if levels == 3 else None
-
-COMPILE_MIN = 1 << 16   # coordinates from which the rule runs through torch.compile (one fused loop); smaller tensors run it eagerly
+COMPILE_MIN = 1 << 16   # coordinates from which the rule runs through torch.compile (fused loops, forward and backward)
 
 @functools.cache
 def _compiled(fn): return torch.compile(fn, dynamic=True)
@@ -156,25 +135,9 @@ def _run_rule(fn, n: int, *args):
             warnings.warn(f"torch.compile of the meta-learner's rule failed ({type(e).__name__}: {e}); it runs eagerly"); COMPILE_MIN = math.inf
     return fn(*args)
 
-def _rule_args(p, g, b: int, c: dict, weight, bias, xL, ewc, levels: int) -> tuple:
-    "The rule's arguments for bucket (or tensor) `b` of the constants `c` (`meta_constants`, or per-tensor views of them)."
-    F_, xF = (c['F'][b], c['xF'][b]) if levels == 3 else (None, None)
-    return (p, g, c['theta0'][b], c['r'][b], c['i0'][b], c['a0'][b], F_, xF, weight, bias, xL, ewc, float(c['lr']), levels)
-
-class _FirstOrderStep(torch.autograd.Function):
-    """Eq. 6 on bucket `b` for the linear learner at first order: its forward and backward are `_rule_theta` and `_rule_grads`, each
-    one pass over the coordinates when compiled; the backward recomputes the gates instead of keeping them."""
-    @staticmethod
-    def forward(ctx, p, g, xL, bias, weight, ewc, b: int, c: dict, levels: int):
-        ewc = ewc if ewc is not None else xL.new_zeros(())
-        ctx.save_for_backward(p, g, xL, bias, weight, ewc); ctx.b, ctx.c, ctx.levels = b, c, levels
-        return _run_rule(_rule_theta, p.numel(), *_rule_args(p, g, b, c, weight.detach(), bias.detach(), xL, ewc.detach(), levels))
-
-    @staticmethod
-    def backward(ctx, G):
-        p, g, xL, bias, weight, ewc = ctx.saved_tensors
-        dp, db, dW, dewc = _run_rule(_rule_grads, p.numel(), G, *_rule_args(p, g, ctx.b, ctx.c, weight, bias, xL, ewc, ctx.levels))
-        return dp, None, None, db, dW, dewc, None, None, None
+def _rule_args(c: dict, b: int) -> tuple:
+    "Bucket (or tensor) `b`'s constants from `c` (`meta_constants`, or per-tensor views of it): θ₀, r, i₀, a₀, F̂, x_F."
+    return tuple(c[k][b] if k in c else None for k in ('theta0', 'r', 'i0', 'a0', 'F', 'xF'))
 
 # %% ../nbs/13_meta_dynamic.ipynb #ab3a7633
 class MetaLearner(nn.Module):
@@ -216,29 +179,16 @@ class MetaLearner(nn.Module):
             out[g] = u
         return out
 
-    def step(self, theta: list, grads: list, loss: Tensor, mem: dict, c: dict, first_order: bool = True, fused: bool = True) -> tuple[list, dict]:
-        """Eq. 6 on the bucketed weights θ_{t−1} with gradients: `(θ_t, new memory)`; `c` from `meta_constants`, `mem` holds the loss
-        average. `fused`: the linear learner at first order takes `_FirstOrderStep` (the same numbers, a fraction of the passes)."""
+    def step(self, theta: list, grads: list, loss: Tensor, mem: dict, c: dict, first_order: bool = True, compiled: bool = True) -> tuple[list, dict]:
+        """Eq. 6 (`_bucket_rule`) on the bucketed weights θ_{t−1} with gradients: `(θ_t, new memory)`; `c` from `meta_constants`, `mem`
+        holds the loss average. `compiled`: at first order, large buckets run through `torch.compile` (`_run_rule`)."""
         if self.cfg.levels == 3 and 'F' not in c: raise ValueError('the three-level meta-learner needs the Fisher diagonal')
         if first_order: loss = loss.detach()
         ema = mem.get('ema')
         xL = squash(loss - ema) if ema is not None else torch.zeros_like(loss)
         mem = dict(ema=loss if ema is None else self.cfg.loss_ema * ema + (1 - self.cfg.loss_ema) * loss)
-        if fused and first_order and not self.cfg.hidden:
-            return [_FirstOrderStep.apply(p, g.detach(), xL, self.bias, self.weight, self.ewc, b, c, self.cfg.levels)
-                    for b, (p, g) in enumerate(zip(theta, grads))], mem
-        out = []
-        for b, (p, g) in enumerate(zip(theta, grads)):
-            D = p - c['theta0'][b]
-            if first_order: D, g = D.detach(), g.detach()
-            feats = dict(loss=xL, grad=squash(g * c['r'][b]), delta=squash(D / c['lr']), fisher=c['xF'][b] if 'xF' in c else None)
-            m = {k: u.exp() for k, u in self.gates([feats[k] for k in self.cfg.features]).items()}   # m(u) = e^u
-            if self.ewc is not None: g = g + self.ewc * c['F'][b] * D        # ∇̃ = ∇L + γ F̂ (θ − θ₀)   (Eq. 7)
-            new = p - c['i0'][b] * m['i'] * g                               # − i ⊙ ∇̃,   i = i₀ m(u_i)
-            if 'f' in m: new = new - c['a0'][b] * m['f'] * p                # f ⊙ θ = θ − (1 − f) ⊙ θ,   1 − f = a₀ m(u_f)
-            if 'z' in m: new = new + c['a0'][b] * m['z'] * c['theta0'][b]   # + z ⊙ θ₀,   z = a₀ m(u_z)
-            out.append(new)
-        return out, mem
+        run = functools.partial(_run_rule, _bucket_rule) if compiled and first_order else lambda n, *a: _bucket_rule(*a)   # (no double backward compiled)
+        return [run(p.numel(), self, p, g, *_rule_args(c, b), xL, c['lr'], first_order) for b, (p, g) in enumerate(zip(theta, grads))], mem
 
     def summary(self) -> dict:
         "The learned parameters as plain numbers (for records)."
@@ -267,9 +217,6 @@ def _fast_constants(learner: MetaLearner, c: dict, params: list) -> dict:
         out.update(C={g: [views[base[g]][j].log() + b[k] + fisher(cols[k], j) for j in range(n)] for k, g in enumerate(cfg.gates)},
                    w={g: [cols[k][fi[f]] for f in dyn] for k, g in enumerate(cfg.gates)})
     out['buf'] = [[torch.empty_like(p) for _ in range(4 + (len(cfg.gates) if cfg.hidden else 0))] for p in params]
-    if not cfg.hidden:   # what the compiled rule (`_rule_theta`) reads instead, on tensors from `COMPILE_MIN` coordinates up
-        out.update(rule=dict(views, lr=c['lr']), W=learner.weight.detach().clone(), B=learner.bias.detach().clone(),
-                   ewc=learner.ewc.detach().clone() if learner.ewc is not None else torch.zeros(()))
     return out
 
 # %% ../nbs/13_meta_dynamic.ipynb #75cd1a85
@@ -281,10 +228,8 @@ def _fast_step(learner: MetaLearner, params: list, grads: list, loss: Tensor, me
     xL = float(squash(loss - ema)) if ema is not None else 0.
     mem = dict(ema=loss if ema is None else cfg.loss_ema * ema + (1 - cfg.loss_ema) * loss)
     for j, (p, g) in enumerate(zip(params, grads)):
-        if 'rule' in fc and p.numel() >= COMPILE_MIN:                    # the linear learner on a large tensor: one compiled loop
-            xLt = loss.new_tensor(xL)
-            p.copy_(_run_rule(_rule_theta, p.numel(), *_rule_args(p, g, j, fc['rule'], fc['W'], fc['B'], xLt, fc['ewc'], cfg.levels)))
-            continue
+        if p.numel() >= COMPILE_MIN:                                     # a large tensor: the rule compiled (a few fused loops)
+            p.copy_(_run_rule(_bucket_rule, p.numel(), learner, p, g, *_rule_args(v, j), loss.new_tensor(xL), fc['lr'])); continue
         D, xg, xd, U, *G = fc['buf'][j]
         torch.sub(p, v['theta0'][j], out=D)
         for x, src, scale in ((xg, g, v['r'][j]), (xd, D, None)):      # the squashed grad and delta features
