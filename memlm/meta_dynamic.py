@@ -216,7 +216,8 @@ def _fast_constants(learner: MetaLearner, c: dict, params: list) -> dict:
         cols = list(zip(*learner.weight.detach().double().tolist()))                                          # [gates][k]
         out.update(C={g: [views[base[g]][j].log() + b[k] + fisher(cols[k], j) for j in range(n)] for k, g in enumerate(cfg.gates)},
                    w={g: [cols[k][fi[f]] for f in dyn] for k, g in enumerate(cfg.gates)})
-    out['buf'] = [[torch.empty_like(p) for _ in range(4 + (len(cfg.gates) if cfg.hidden else 0))] for p in params]
+    out['buf'] = [None] * n                                            # scratch, made on first use: a compiled tensor needs none
+    out['n_buf'] = 4 + (len(cfg.gates) if cfg.hidden else 0)
     return out
 
 # %% ../nbs/13_meta_dynamic.ipynb #75cd1a85
@@ -230,6 +231,7 @@ def _fast_step(learner: MetaLearner, params: list, grads: list, loss: Tensor, me
     for j, (p, g) in enumerate(zip(params, grads)):
         if p.numel() >= COMPILE_MIN:                                     # a large tensor: the rule compiled (a few fused loops)
             p.copy_(_run_rule(_bucket_rule, p.numel(), learner, p, g, *_rule_args(v, j), loss.new_tensor(xL), fc['lr'])); continue
+        if fc['buf'][j] is None: fc['buf'][j] = [torch.empty_like(p) for _ in range(fc['n_buf'])]
         D, xg, xd, U, *G = fc['buf'][j]
         torch.sub(p, v['theta0'][j], out=D)
         for x, src, scale in ((xg, g, v['r'][j]), (xd, D, None)):      # the squashed grad and delta features
