@@ -916,11 +916,12 @@ def method_specs(tag: str, lm: Spec, ref: LMRef, scale: str, seed: int) -> dict:
 # %% ../nbs/13_meta_dynamic.ipynb #3a13a7dd
 INITS = ('rms', 'neutral')       # where a learner starts: Krause's tuned rule, or a uniform one (what is learned is then visible)
 PILOT_LRS = (1e-3, 1e-2)         # the pilot's meta learning rates (constant), one learning curve each
-META_BUDGET: dict | None = None  # {'steps': .., 'lr': ..}: read off the pilot's curves by `choose_budget`, then fixed (None: not yet)
+META_BUDGET: dict = {'cpu': dict(steps=25, lr=1e-3)}   # per scale, {'steps': .., 'lr': ..} read off that scale's pilot curves by
+                                                        # `choose_budget`, then fixed (a scale without one: no learner runs yet)
 
 def choose_budget(curves: dict, tol: float = 0.005) -> dict:
     """The declared rule that fixes the meta-training budget from the pilot: `curves` = {meta lr: [(step, ppl on the curve text)]}.
-    The lr whose curve ends lowest; the first step at which that curve is within `tol` (relative) of its best."""
+    The lr whose curve reaches the lowest perplexity; the first step at which that curve is within `tol` (relative) of its best."""
     lr = min(curves, key=lambda k: min(p for _, p in curves[k]))
     best = min(p for _, p in curves[lr])
     return dict(lr=lr, steps=next(s for s, p in curves[lr] if p <= best * (1 + tol)))
@@ -931,7 +932,7 @@ PTB_LEARNERS = ((3, 'rms', 0), (3, 'rms', 4))                                   
 
 def learning_specs(tag: str, lm: Spec, ref: LMRef, scale: str, prep: Spec, seeds: list[int], learners: tuple = LEARNERS) -> dict:
     """The meta-learning comparison on one LM (its seed-0 weights): baselines tuned on the second half of validation, the pilot,
-    and, once `META_BUDGET` is fixed, each of `learners` (levels, start, MLP width) meta-trained at `seeds`."""
+    and, once `META_BUDGET` holds `scale`'s budget, each of `learners` (levels, start, MLP width) meta-trained at `seeds`."""
     S, did = SCALES[scale], lm.data_id
     half = dict(valid_split='halves', curve_tokens=S.curve_tokens, measure_init=True)
     base = MethodExp(lm=ref, prep=prep.folder, valid_tokens=0, train=S.meta_train_config, **half)
@@ -943,8 +944,9 @@ def learning_specs(tag: str, lm: Spec, ref: LMRef, scale: str, prep: Spec, seeds
     meta = lambda levels, init, train, hidden=0: replace(base, method='meta', meta=MetaConfig(levels=levels, init=init, closed_bias=-2., hidden=hidden), train=train,
                                                rms_run=(rms if levels == 3 else rms_free).folder, copy_lam=rms.cfg.dyn.lam if levels == 2 else None)
     out['pilot'] = [run(f'pilot_lr{lr:g}', meta(3, 'rms', replace(mt, steps=S.pilot_steps, lr=lr)), seeds[0], rms) for lr in PILOT_LRS]
-    out['learn'] = [] if META_BUDGET is None else [
-        run(f'learn{lv}{"mlp" if h else ""}_{init}', meta(lv, init, replace(mt, steps=META_BUDGET['steps'], lr=META_BUDGET['lr'], lr_schedule='cosine'), h),
+    budget = META_BUDGET.get(scale)
+    out['learn'] = [] if budget is None else [
+        run(f'learn{lv}{"mlp" if h else ""}_{init}', meta(lv, init, replace(mt, steps=budget['steps'], lr=budget['lr'], lr_schedule='cosine'), h),
             s, rms if lv == 3 else rms_free) for lv, init, h in learners for s in seeds]
     return out
 
