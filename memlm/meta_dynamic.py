@@ -707,7 +707,7 @@ def run_method(cfg: MethodExp, seed: int, ctx: RunContext) -> dict:
     if cfg.valid_split == 'halves': (valid, varts), choice = split_halves(*sp['valid'])   # learn on one half, choose on the other
     elif cfg.valid_split == 'prefix': valid, varts = stream_prefix(*sp['valid'], cfg.valid_tokens)
     else: raise ValueError(f"valid_split must be 'prefix' or 'halves', got {cfg.valid_split!r}")
-    out = dict(method=cfg.method)
+    out, init_losses = dict(method=cfg.method), None
     if cfg.method == 'static': dcfg, update = replace(cfg.dyn, method='sgd', lr=0.), no_update
     elif cfg.method in ('sgd', 'rms'):
         cands = [replace(cfg.dyn, method='sgd', lr=x) for x in cfg.grid] if cfg.method == 'sgd' else \
@@ -754,8 +754,14 @@ def run_method(cfg: MethodExp, seed: int, ctx: RunContext) -> dict:
         update = meta_update(learner, F_)
         if cfg.measure_init:   # the same learner at step 0: what meta-training changed, on the choice half and on test
             torch.manual_seed(seed); l0 = MetaLearner(cfg.meta).to(ctx.device)
-            out.update(init_test_ppl=ctx.step('eval', 'init test', lambda: dynamic_evaluate(model, test, dcfg, stats=stats, update=meta_update(l0, F_),
-                                                                                           articles=tarts)['ppl']),
+            def init_test():   # with every segment's loss where Figure 2 compares before and after
+                losses, up = [], meta_update(l0, F_)
+                r = dynamic_evaluate(model, test, dcfg, stats=stats, update=recording(up, losses) if cfg.save_segments else up, articles=tarts)
+                return dict(ppl=r['ppl'], losses=[round(x, 5) for x in torch.stack(losses).tolist()] if cfg.save_segments else None)
+            it = ctx.step('eval', 'init test', init_test)
+            it = it if isinstance(it, dict) else dict(ppl=it, losses=None)   # a step kept by a run started before segments were kept
+            init_losses = it['losses']
+            out.update(init_test_ppl=it['ppl'],
                        init_val_ppl=ctx.step('eval', 'init val', lambda: dynamic_evaluate(model, choice[0], dcfg, stats=stats, update=meta_update(l0, F_),
                                                                                          articles=choice[1])['ppl']) if choice is not None else None)
     else: raise ValueError(f"unknown method {cfg.method!r}: use one of 'static', 'sgd', 'rms', 'meta'")
@@ -770,7 +776,8 @@ def run_method(cfg: MethodExp, seed: int, ctx: RunContext) -> dict:
                static_test_ppl=prep['static_test_ppl'], vs_static_pct=100 * (r['ppl'] / prep['static_test_ppl'] - 1))
     if cfg.save_segments:
         (ctx.dir/'segments.json').write_text(json.dumps(dict(
-            bptt=dcfg.bptt, starts=segment_starts(len(test), dcfg.bptt, tarts), losses=r['losses'])))
+            bptt=dcfg.bptt, starts=segment_starts(len(test), dcfg.bptt, tarts), losses=r['losses'],
+            **({'init_losses': init_losses} if init_losses is not None else {}))))   # the learner at step 0, segment by segment
     return out
 
 # %% ../nbs/13_meta_dynamic.ipynb #44fe443e
@@ -916,8 +923,9 @@ def method_specs(tag: str, lm: Spec, ref: LMRef, scale: str, seed: int) -> dict:
 # %% ../nbs/13_meta_dynamic.ipynb #3a13a7dd
 INITS = ('rms', 'neutral')       # where a learner starts: Krause's tuned rule, or a uniform one (what is learned is then visible)
 PILOT_LRS = (1e-3, 1e-2)         # the pilot's meta learning rates (constant), one learning curve each
-META_BUDGET: dict = {'cpu': dict(steps=25, lr=1e-3)}   # per scale, {'steps': .., 'lr': ..} read off that scale's pilot curves by
-                                                        # `choose_budget`, then fixed (a scale without one: no learner runs yet)
+META_BUDGET: dict = {'cpu': dict(steps=25, lr=1e-3),     # per scale, {'steps': .., 'lr': ..} read off that scale's pilot curves by
+                     'smoke': dict(steps=4, lr=1e-2)}     # `choose_budget`, then fixed (a scale without one: no learner runs yet);
+                                                          # smoke's is a stand-in that exercises the learning runs, not read off its pilot
 
 def choose_budget(curves: dict, tol: float = 0.005) -> dict:
     """The declared rule that fixes the meta-training budget from the pilot: `curves` = {meta lr: [(step, ppl on the curve text)]}.
@@ -939,14 +947,16 @@ def learning_specs(tag: str, lm: Spec, ref: LMRef, scale: str, prep: Spec, seeds
     run = lambda name, cfg, seed, *needs: Spec(run_method, cfg, seed, name=f'{tag}_{name}', data_id=did, needs=(prep, *needs))
     rms = run('h_rms', replace(base, method='rms', grid=S.rms_grid), seeds[0])
     rms_free = run('h_rms_free', replace(base, method='rms', dyn=DynEvalConfig.paper(lam=0.), grid=S.rms_grid), seeds[0])
-    out = dict(static=run('h_static', replace(base, method='static'), seeds[0]), rms=rms, rms_free=rms_free)
+    fig2 = tag == 'wt2'   # Figure 2 before and after meta-training: the learners' and static's test losses, segment by segment
+    out = dict(static=run('h_static', replace(base, method='static', save_segments=fig2), seeds[0]), rms=rms, rms_free=rms_free)
     mt = replace(S.meta_train_config, restart_loss=math.log(ref.model.vocab_size), eval_every=S.eval_every, rotate=True)
     meta = lambda levels, init, train, hidden=0: replace(base, method='meta', meta=MetaConfig(levels=levels, init=init, closed_bias=-2., hidden=hidden), train=train,
                                                rms_run=(rms if levels == 3 else rms_free).folder, copy_lam=rms.cfg.dyn.lam if levels == 2 else None)
     out['pilot'] = [run(f'pilot_lr{lr:g}', meta(3, 'rms', replace(mt, steps=S.pilot_steps, lr=lr)), seeds[0], rms) for lr in PILOT_LRS]
     budget = META_BUDGET.get(scale)
     out['learn'] = [] if budget is None else [
-        run(f'learn{lv}{"mlp" if h else ""}_{init}', meta(lv, init, replace(mt, steps=budget['steps'], lr=budget['lr'], lr_schedule='cosine'), h),
+        run(f'learn{lv}{"mlp" if h else ""}_{init}', replace(meta(lv, init, replace(mt, steps=budget['steps'], lr=budget['lr'], lr_schedule='cosine'), h),
+                                                           save_segments=fig2),
             s, rms if lv == 3 else rms_free) for lv, init, h in learners for s in seeds]
     return out
 
