@@ -17,14 +17,14 @@ from .evaluate import dynamic_evaluate, DynEvalConfig, gradient_stats, grad_eval
 
 # %% auto #0
 __all__ = ['BUCKET', 'FEATURES', 'GATES', 'COMPILE_MIN', 'METHODS', 'ADAM', 'AWD_SGD', 'SCALES', 'PARTS', 'META_VARIANTS',
-           'INITS', 'PILOT_LRS', 'META_BUDGET', 'LEARNERS', 'PTB_LEARNERS', 'COMPARISONS', 'squash', 'buckets', 'flat',
-           'unflat', 'meta_constants', 'MetaConfig', 'MetaLearner', 'meta_update', 'no_update', 'recording',
-           'fisher_diagonal', 'MetaTrainConfig', 'saved_bytes', 'unroll_plain', 'unroll_checkpointed', 'rotate_stream',
-           'meta_train', 'curve_stop', 'tune_dyneval', 'peak_rss_mb', 'segment_starts', 'article_effects', 'smooth',
-           'CorpusExp', 'corpus_splits', 'LMExp', 'train_lm', 'trained_lm', 'full_corpus', 'CoreLMExp', 'core_lm',
-           'LMRef', 'load_lm', 'PrepExp', 'prepare', 'MethodExp', 'run_method', 'SpeedExp', 'eval_speed',
-           'MetaDynScale', 'wt2_lm_config', 'method_specs', 'choose_budget', 'learning_specs', 'make_plan',
-           'learning_summary', 'comparison']
+           'INITS', 'PILOT_LRS', 'META_BUDGET', 'LEARNERS', 'PTB_LEARNERS', 'COMPARISONS', 'FIG2_PAIRS', 'squash',
+           'buckets', 'flat', 'unflat', 'meta_constants', 'MetaConfig', 'MetaLearner', 'meta_update', 'no_update',
+           'recording', 'fisher_diagonal', 'MetaTrainConfig', 'saved_bytes', 'unroll_plain', 'unroll_checkpointed',
+           'rotate_stream', 'meta_train', 'curve_stop', 'tune_dyneval', 'peak_rss_mb', 'segment_starts',
+           'article_effects', 'smooth', 'CorpusExp', 'corpus_splits', 'LMExp', 'train_lm', 'trained_lm', 'full_corpus',
+           'CoreLMExp', 'core_lm', 'LMRef', 'load_lm', 'PrepExp', 'prepare', 'MethodExp', 'run_method', 'SpeedExp',
+           'eval_speed', 'MetaDynScale', 'wt2_lm_config', 'method_specs', 'choose_budget', 'learning_specs',
+           'make_plan', 'learning_summary', 'comparison', 'fig2_learning']
 
 # %% ../nbs/13_meta_dynamic.ipynb #1d7361ff
 BUCKET = 1 << 21   # coordinates per bucket: on a CPU, allocations above ~8 MB cost several times more per element
@@ -1037,4 +1037,29 @@ def comparison(runs: dict, tag: str) -> dict:
     for key, a, b in COMPARISONS:
         xs = [100 * (ms[a][s]['test_ppl'] / ms[b][s]['test_ppl'] - 1) for s in ms[a] if s in ms[b]]
         if xs: mu, sd = mean_sd(xs); out |= {key: mu, f'{key}_std': sd, f'{key}_n': len(xs)}
+    return out
+
+# %% ../nbs/13_meta_dynamic.ipynb #8b215a99
+FIG2_PAIRS = {'top': ('l2', 'static', 'second_half', 'first_half'),   # panel: (a, b, where, against): (a − b) there minus (a − b) against
+              'bottom': ('l3', 'l2', 'head', 'rest')}
+
+def fig2_learning(segs: dict, k: int = 20) -> dict:
+    """Figure 2's effects before and after meta-training over seeds: `segs` = {seed: {'static' | 'l1' | 'l2' | 'l3': a run's
+    segments.json}} (`losses` after meta-training, `init_losses` at step 0; static has one list for both). Per panel of `FIG2_PAIRS`:
+    `<panel>_before`, `<panel>_after`, `<panel>_change` (after − before), nats per segment, with `_std` and `_n` over the seeds."""
+    per = []
+    for seed in sorted(segs):
+        sg, m = segs[seed], {}
+        for panel, (a, b, where, against) in FIG2_PAIRS.items():
+            if a not in sg or b not in sg: continue
+            for when, key in (('before', 'init_losses'), ('after', 'losses')):
+                la, lb = (torch.tensor(sg[x].get(key, sg[x]['losses']) if x == 'static' else sg[x][key]) for x in (a, b))
+                e = article_effects(la, lb, sg[a]['starts'], k)
+                m[f'{panel}_{when}'] = e[where] - e[against]
+            m[f'{panel}_change'] = m[f'{panel}_after'] - m[f'{panel}_before']
+        if m: per.append(m)
+    keys = [k_ for k_ in (per[0] if per else {}) if all(k_ in m for m in per)]
+    out = {}
+    for k_ in keys:
+        out[k_], out[f'{k_}_std'] = mean_sd(m[k_] for m in per); out[f'{k_}_n'] = len(per)
     return out
