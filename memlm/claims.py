@@ -6,7 +6,7 @@
 from __future__ import annotations
 import csv, json
 from pathlib import Path
-from .registry import check_scale, results_dir, markdown_table, _fmt
+from .registry import check_scale, results_dir, markdown_table, _fmt, json_float
 from .plan import former_runs, retired_runs
 
 # %% auto #0
@@ -69,7 +69,7 @@ def _records(c: dict, scales):
     for s in scales:
         p = results_dir()/s/c['paper']/f"{c['result']}.json"
         if not p.exists(): continue
-        rec = json.loads(p.read_text()); v = rec.get('metrics', {}).get(c['key'])
+        rec = json.loads(p.read_text()); v = json_float(rec.get('metrics', {}).get(c['key']))   # 'inf': a diverged run's
         if v is not None and not isinstance(v, str): yield s, p, rec, float(v)
 
 def claim_value(c: dict, scales=('paper', 'gpu', 'cpu'), retired=retired_runs) -> dict | None:
@@ -80,7 +80,7 @@ def claim_value(c: dict, scales=('paper', 'gpu', 'cpu'), retired=retired_runs) -
     for s, p, rec, v in _records(c, scales):
         if former_runs(rec, c['paper'], s, retired): continue
         m = rec['metrics']
-        o = dict(value=v, sd=m.get(f"{c['key']}_std"), n=m.get(f"{c['key']}_n"), scale=s, partial=bool(rec.get('missing')),
+        o = dict(value=v, sd=json_float(m.get(f"{c['key']}_std")), n=m.get(f"{c['key']}_n"), scale=s, partial=bool(rec.get('missing')),
                  commit=trained_at(rec, p.parent))
         if not o['partial']: return o | dict(larger=partial)   # `missing`: some of the record's runs are unfinished
         partial = partial or o

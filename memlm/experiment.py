@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, fields, is_dataclass, asdict, replace
 from pathlib import Path
 from typing import Any, Callable
 import torch
-from .registry import (check_scale, results_dir, provenance, write_json, _jsonable, get_device,
+from .registry import (check_scale, results_dir, provenance, write_json, _jsonable, json_float, get_device,
                             seed_everything, keep_freed_memory, flush_denormals)
 from .train import fit, save_checkpoint, TimeLimitReached, Interrupted
 
@@ -318,7 +318,10 @@ def load_record(d: Path) -> dict | None:
     try: rec = json.loads(p.read_text())
     except (json.JSONDecodeError, UnicodeDecodeError) as e: why = f'not JSON ({e})'
     else:
-        if isinstance(rec, dict) and rec.get('status') in ('done', 'incomplete'): return rec
+        if isinstance(rec, dict) and rec.get('status') in ('done', 'incomplete'):
+            if isinstance(rec.get('metrics'), dict):   # non-finite numbers (a diverged run's) back to floats: `json_float`
+                rec['metrics'] = {k: [json_float(x) for x in v] if isinstance(v, list) else json_float(v) for k, v in rec['metrics'].items()}
+            return rec
         why = f"no status 'done' or 'incomplete' (keys: {sorted(rec) if isinstance(rec, dict) else type(rec).__name__})"
     raise CorruptRecordError(f"{p}: corrupt record, {why}. If it is committed, restore it: git checkout -- '{p}'; "
                              f"else remove it to train the run again: rm '{p}'")

@@ -10,7 +10,7 @@ __all__ = ['Results', 'Plan', 'paper_plan', 'retired_runs', 'former_runs', 'run_
            'paired_diff', 'row_metrics', 'run_lists', 'fmt_ms', 'matched_epochs', 'matched_epochs_plot']
 
 # %% ../nbs/05c_plan.ipynb #80229721
-import functools, json, multiprocessing as mp, statistics, time, traceback
+import functools, json, math, multiprocessing as mp, statistics, time, traceback
 from datetime import datetime
 from collections.abc import Collection
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -320,9 +320,10 @@ def plan_status(paper: str, scale: str, seeds=(0, 1, 2), data_path: str | None =
 
 # %% ../nbs/05c_plan.ipynb #3a32e7e1
 def mean_sd(xs) -> tuple[float, float]:
-    "Mean and sample standard deviation (0 for one value)."
+    "Mean and sample standard deviation (0 for one value); with a non-finite value (a diverged run) the mean says so and the sd is NaN."
     xs = [float(x) for x in xs]
     if not xs: return (float('nan'), float('nan'))
+    if not all(map(math.isfinite, xs)): return sum(xs) / len(xs), (float('nan') if len(xs) > 1 else 0.)
     return statistics.mean(xs), statistics.stdev(xs) if len(xs) > 1 else 0.
 
 def aggregate(metrics: list[dict], keys=None) -> dict:

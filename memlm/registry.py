@@ -28,9 +28,10 @@ def pick(scale: str, **by_scale):
     raise KeyError(f"no value given for scale {scale!r} (have {sorted(by_scale)})")
 
 # %% auto #0
-__all__ = ['SCALES', 'MALLOC_KEPT', 'DENORMALS_FLUSHED', 'CODE_AT_START', 'check_scale', 'pick', 'seed_everything', 'get_device',
-           'device_name', 'keep_freed_memory', 'flush_denormals', 'results_dir', 'figures_dir', 'provenance',
-           'write_text', 'write_json', 'Experiment', 'load_result', 'read_log', 'markdown_table']
+__all__ = ['SCALES', 'MALLOC_KEPT', 'DENORMALS_FLUSHED', 'CODE_AT_START', 'NONFINITE', 'check_scale', 'pick', 'seed_everything',
+           'get_device', 'device_name', 'keep_freed_memory', 'flush_denormals', 'results_dir', 'figures_dir',
+           'provenance', 'write_text', 'write_json', 'json_float', 'Experiment', 'load_result', 'read_log',
+           'markdown_table']
 
 # %% ../nbs/01_registry.ipynb #cabb3332
 def seed_everything(seed: int) -> None:
@@ -134,6 +135,13 @@ def write_text(path: Path, text: str) -> Path:
 def write_json(path: Path, obj) -> Path:
     "Write `obj` as JSON atomically."
     return write_text(path, json.dumps(_jsonable(obj), indent=1) + '\n')
+
+# %% ../nbs/01_registry.ipynb #874e7a79
+NONFINITE = ('inf', '-inf', 'nan')   # how `_jsonable` writes the floats JSON has no literal for
+
+def json_float(x):
+    "A value as `_jsonable` wrote it, back: 'inf', '-inf' and 'nan' become floats again (a diverged run's perplexity); anything else as it is."
+    return float(x) if isinstance(x, str) and x in NONFINITE else x
 
 # %% ../nbs/01_registry.ipynb #1b659fa4
 @dataclass

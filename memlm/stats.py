@@ -130,6 +130,8 @@ def decide(claims: list[dict], alpha: float = ALPHA) -> list[dict]:
         elif t.kind == 'reading': r['verdict'] = 'reading'
         elif t.kind == 'absolute': r['verdict'] = 'not comparable at this scale'
         elif t.kind == 'target': r['verdict'] = 'met' if (v <= t.x if t.side == '<' else v >= t.x) else 'missed'
+        elif not (math.isfinite(v) and (sd is None or math.isfinite(sd))):   # a run diverged: no interval, nothing to test
+            r['verdict'], r['why'] = 'inconclusive', f'not finite ({v:g}): a run diverged, so there is no interval'
         else:
             r['ci'] = t_interval(v, sd, n)
             ref = c.get('paper') if t.kind == 'effect' else (t.x if t.kind == 'threshold' else None)
