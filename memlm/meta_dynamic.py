@@ -95,10 +95,13 @@ class MetaConfig:
     loss_ema: float = 0.9    # decay of the running mean that the loss feature is measured against
     closed_bias: float = -10.  # initial bias of a gate that starts shut (the 2-level COPY: 1 − f = a₀·e^−10 ≈ 5e-5·a₀)
     init: str = field(default='rms', metadata={'key': 'if_set'})   # the rule at step 0: 'rms' (Krause's rates) or 'neutral' (uniform: see `meta_constants`)
+    ewc_step: str = field(default='explicit', metadata={'key': 'if_set'})   # Eq. 7's spring γ F̂ (θ − θ₀) taken at θ_t ('explicit', as printed:
+                             # unstable once i γ F̂ > 2) or solved at θ_{t+1} ('implicit', a proximal step: stable at any γ; equal where stiffness and step are small)
 
     def __post_init__(self):
         if self.levels not in (1, 2, 3): raise ValueError(f'levels must be 1, 2 or 3, got {self.levels}')
         if self.init not in ('rms', 'neutral'): raise ValueError(f"init must be 'rms' or 'neutral', got {self.init!r}")
+        if self.ewc_step not in ('explicit', 'implicit'): raise ValueError(f"ewc_step must be 'explicit' or 'implicit', got {self.ewc_step!r}")
     @property
     def gates(self) -> tuple: return GATES[:self.levels]
     @property
@@ -115,10 +118,14 @@ def _bucket_rule(learner, p, g, th0, r, i0, a0, F, xF, xL, lr: float, first_orde
     if first_order: D, g = D.detach(), g.detach()
     feats = dict(loss=xL, grad=squash(g * r), delta=squash(D / lr), fisher=xF)
     m = {k: u.exp() for k, u in learner.gates([feats[k] for k in learner.cfg.features]).items()}   # m(u) = e^u
-    if learner.ewc is not None: g = g + learner.ewc * F * D                  # ∇̃ = ∇L + γ F̂ (θ − θ₀)   (Eq. 7)
+    implicit = learner.ewc is not None and learner.cfg.ewc_step == 'implicit'
+    if learner.ewc is not None and not implicit: g = g + learner.ewc * F * D # ∇̃ = ∇L + γ F̂ (θ − θ₀)   (Eq. 7)
     new = p - i0 * m['i'] * g                                                # − i ⊙ ∇̃,   i = i₀ m(u_i)
     if 'f' in m: new = new - a0 * m['f'] * p                                 # f ⊙ θ = θ − (1 − f) ⊙ θ,   1 − f = a₀ m(u_f)
     if 'z' in m: new = new + a0 * m['z'] * th0                               # + z ⊙ θ₀,   z = a₀ m(u_z)
+    if implicit:                                                             # the spring at θ_{t+1}: θ' = X − s (θ' − θ₀), s = i γ F̂
+        s = i0 * m['i'] * learner.ewc * F
+        new = (new + s * th0) / (1 + s)
     return new
 
 COMPILE_MIN = 1 << 16   # coordinates from which the rule runs through torch.compile (fused loops, forward and backward)
@@ -244,7 +251,8 @@ def _fast_step(learner: MetaLearner, params: list, grads: list, loss: Tensor, me
                 torch.mul(xg, wg, out=U); U.add_(xd, alpha=wd).add_(fc['Cin'][h][j]).add_(wL * xL).relu_()
                 for gate, buf in G.items(): buf.add_(U, alpha=fc['wout'][gate][h])
             for buf in G.values(): buf.exp_()                            # base ⊙ e^u
-        if fc['gamma']: g.addcmul_(v['F'][j], D, value=fc['gamma'])       # ∇̃ = ∇L + γ F̂ (θ − θ₀), in the gradient's buffer
+        implicit = fc['gamma'] and cfg.ewc_step == 'implicit'
+        if fc['gamma'] and not implicit: g.addcmul_(v['F'][j], D, value=fc['gamma'])   # ∇̃ = ∇L + γ F̂ (θ − θ₀), in the gradient's buffer
         for gate in ('f', 'z', 'i'):                                     # f first: it is the only term that reads θ
             if gate not in fc['C']: continue
             if fc['hidden']: U = G[gate]
@@ -253,7 +261,10 @@ def _fast_step(learner: MetaLearner, params: list, grads: list, loss: Tensor, me
                 torch.add(fc['C'][gate][j], xg, alpha=wg, out=U); U.add_(xd, alpha=wd).add_(wL * xL).exp_()   # base ⊙ e^u
             if gate == 'f': p.addcmul_(U, p, value=-1.)
             elif gate == 'z': p.addcmul_(U, v['theta0'][j])
-            else: p.addcmul_(U, g, value=-1.)
+            else:
+                p.addcmul_(U, g, value=-1.)
+                if implicit:                                             # θ' = (X + s θ₀) / (1 + s),  s = i γ F̂
+                    U.mul_(v['F'][j]).mul_(fc['gamma']); p.addcmul_(U, v['theta0'][j]); U.add_(1.); p.div_(U)
     return mem
 
 # %% ../nbs/13_meta_dynamic.ipynb #d5c31cb3
