@@ -17,14 +17,14 @@ from .evaluate import dynamic_evaluate, DynEvalConfig, gradient_stats, grad_eval
 
 # %% auto #0
 __all__ = ['BUCKET', 'FEATURES', 'GATES', 'COMPILE_MIN', 'METHODS', 'ADAM', 'AWD_SGD', 'SCALES', 'PARTS', 'META_VARIANTS',
-           'INITS', 'PILOT_LRS', 'META_BUDGET', 'LEARNERS', 'PTB_LEARNERS', 'COMPARISONS', 'FIG2_PAIRS', 'squash',
-           'buckets', 'flat', 'unflat', 'meta_constants', 'MetaConfig', 'MetaLearner', 'meta_update', 'no_update',
-           'recording', 'fisher_diagonal', 'MetaTrainConfig', 'saved_bytes', 'unroll_plain', 'unroll_checkpointed',
-           'rotate_stream', 'meta_train', 'curve_stop', 'tune_dyneval', 'peak_rss_mb', 'segment_starts',
-           'article_effects', 'smooth', 'CorpusExp', 'corpus_splits', 'LMExp', 'train_lm', 'trained_lm', 'full_corpus',
-           'CoreLMExp', 'core_lm', 'LMRef', 'load_lm', 'PrepExp', 'prepare', 'MethodExp', 'run_method', 'SpeedExp',
-           'eval_speed', 'MetaDynScale', 'wt2_lm_config', 'method_specs', 'choose_budget', 'learning_specs',
-           'make_plan', 'learning_summary', 'comparison', 'fig2_learning']
+           'INITS', 'PILOT_LRS', 'META_BUDGET', 'LEARNERS', 'PTB_LEARNERS', 'LEARN_READINGS', 'COMPARISONS',
+           'FIG2_PAIRS', 'squash', 'buckets', 'flat', 'unflat', 'meta_constants', 'MetaConfig', 'MetaLearner',
+           'meta_update', 'no_update', 'recording', 'fisher_diagonal', 'MetaTrainConfig', 'saved_bytes', 'unroll_plain',
+           'unroll_checkpointed', 'rotate_stream', 'meta_train', 'curve_stop', 'tune_dyneval', 'peak_rss_mb',
+           'segment_starts', 'article_effects', 'smooth', 'CorpusExp', 'corpus_splits', 'LMExp', 'train_lm',
+           'trained_lm', 'full_corpus', 'CoreLMExp', 'core_lm', 'LMRef', 'load_lm', 'PrepExp', 'prepare', 'MethodExp',
+           'run_method', 'SpeedExp', 'eval_speed', 'MetaDynScale', 'wt2_lm_config', 'method_specs', 'choose_budget',
+           'learning_specs', 'make_plan', 'learning_summary', 'comparison', 'fig2_learning']
 
 # %% ../nbs/13_meta_dynamic.ipynb #1d7361ff
 BUCKET = 1 << 21   # coordinates per bucket: on a CPU, allocations above ~8 MB cost several times more per element
@@ -948,6 +948,8 @@ def choose_budget(curves: dict, tol: float = 0.005) -> dict:
 # %% ../nbs/13_meta_dynamic.ipynb #70c43bbd
 LEARNERS = tuple((lv, init, 0) for lv in (1, 2, 3) for init in INITS) + ((3, 'rms', 4),)   # (levels, start, MLP width; 0: linear)
 PTB_LEARNERS = ((3, 'rms', 0), (3, 'rms', 4))                                                 # on PTB: linear and MLP, 3 levels from RMS
+LEARN_READINGS = {'learn3_neutral_implicit': (3, 'neutral', 0, 'implicit')}   # WikiText-2 only, readings beside the arms: (levels, start,
+                                                                                # MLP width, EWC step): the neutral start with the stable spring
 
 def learning_specs(tag: str, lm: Spec, ref: LMRef, scale: str, prep: Spec, seeds: list[int], learners: tuple = LEARNERS) -> dict:
     """The meta-learning comparison on one LM (its seed-0 weights): baselines tuned on the second half of validation, the pilot,
@@ -961,7 +963,8 @@ def learning_specs(tag: str, lm: Spec, ref: LMRef, scale: str, prep: Spec, seeds
     fig2 = tag == 'wt2'   # Figure 2 before and after meta-training: the learners' and static's test losses, segment by segment
     out = dict(static=run('h_static', replace(base, method='static', save_segments=fig2), seeds[0]), rms=rms, rms_free=rms_free)
     mt = replace(S.meta_train_config, restart_loss=math.log(ref.model.vocab_size), eval_every=S.eval_every, rotate=True)
-    meta = lambda levels, init, train, hidden=0: replace(base, method='meta', meta=MetaConfig(levels=levels, init=init, closed_bias=-2., hidden=hidden), train=train,
+    meta = lambda levels, init, train, hidden=0, ewc_step='explicit': replace(base, method='meta', train=train,
+                                               meta=MetaConfig(levels=levels, init=init, closed_bias=-2., hidden=hidden, ewc_step=ewc_step),
                                                rms_run=(rms if levels == 3 else rms_free).folder, copy_lam=rms.cfg.dyn.lam if levels == 2 else None)
     out['pilot'] = [run(f'pilot_lr{lr:g}', meta(3, 'rms', replace(mt, steps=S.pilot_steps, lr=lr)), seeds[0], rms) for lr in PILOT_LRS]
     budget = META_BUDGET.get(scale)
@@ -969,6 +972,10 @@ def learning_specs(tag: str, lm: Spec, ref: LMRef, scale: str, prep: Spec, seeds
         run(f'learn{lv}{"mlp" if h else ""}_{init}', replace(meta(lv, init, replace(mt, steps=budget['steps'], lr=budget['lr'], lr_schedule='cosine'), h),
                                                            save_segments=fig2),
             s, rms if lv == 3 else rms_free) for lv, init, h in learners for s in seeds]
+    if budget is not None and tag == 'wt2':   # the readings beside the arms, on the same budget and seeds
+        out['learn'] += [run(name, replace(meta(lv, init, replace(mt, steps=budget['steps'], lr=budget['lr'], lr_schedule='cosine'), h, es),
+                                           save_segments=fig2), s, rms if lv == 3 else rms_free)
+                         for name, (lv, init, h, es) in LEARN_READINGS.items() for s in seeds]
     return out
 
 # %% ../nbs/13_meta_dynamic.ipynb #ba5e2cfe
@@ -1013,9 +1020,10 @@ def learning_summary(runs: dict, tag: str = 'wt2') -> dict:
     RMS without), the gain of each level over the one below (after − before, in points of %), and the MLP learner against the
     linear one (% of the linear's test ppl)."""
     out, gain = {}, {}
-    for lv, init, h in LEARNERS:
+    rows = [(lv, init, h, f'learn{lv}{"mlp" if h else ""}_{init}') for lv, init, h in LEARNERS] + \
+           [(lv, init, h, name) for name, (lv, init, h, _) in LEARN_READINGS.items()]   # the readings: same metrics, in no level gain
+    for lv, init, h, name in rows:
         ref = runs.get(f'{tag}_h_rms' if lv == 3 else f'{tag}_h_rms_free', {}).get(0)
-        name = f'learn{lv}{"mlp" if h else ""}_{init}'
         rs = runs.get(f'{tag}_{name}', {})
         if not rs: continue
         ms = list(rs.values())
@@ -1025,7 +1033,7 @@ def learning_summary(runs: dict, tag: str = 'wt2') -> dict:
         if ref: diffs['vs_rms_pct'] = [100 * (m['test_ppl'] / ref['test_ppl'] - 1) for m in ms]
         for k, xs in diffs.items():
             mu, sd = mean_sd(xs); out |= {f'{name}/{k}': mu, f'{name}/{k}_std': sd, f'{name}/{k}_n': len(xs)}
-        if not h: gain[(lv, init)] = {s: 100 * (m['test_ppl'] / m['init_test_ppl'] - 1) for s, m in rs.items()}
+        if not h and name not in LEARN_READINGS: gain[(lv, init)] = {s: 100 * (m['test_ppl'] / m['init_test_ppl'] - 1) for s, m in rs.items()}
     for lo, hi in ((1, 2), (2, 3)):
         for init in INITS:
             a, b = gain.get((hi, init), {}), gain.get((lo, init), {})
