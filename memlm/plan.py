@@ -117,7 +117,8 @@ class Plan:
         report rendered during a campaign does not block. `rerun`: True retrains every run of `parts`, a collection of run folders
         only those (what they extend or need is reused where it has finished)."""
         t0 = time.time()
-        if self.scale == 'smoke': rerun = True     # smoke runs test the code: never served from a cache
+        if self.scale == 'smoke':                  # smoke runs test the code: never served from a cache, but a run another paper's
+            rerun = {s.folder for s in self.specs(parts) if s.home in (None, self.paper)}   # plan owns is reused: that notebook may be reading it now
         def again(s: Spec) -> bool: return rerun is True or bool(rerun) and s.folder in rerun
         specs = self.specs(parts)
         margin = margin_s if margin_s is not None else (min(120., 0.05 * time_limit_s) if time_limit_s else 0.)
