@@ -24,7 +24,7 @@ __all__ = ['BUCKET', 'FEATURES', 'GATES', 'COMPILE_MIN', 'METHODS', 'ADAM', 'AWD
            'segment_starts', 'article_effects', 'smooth', 'CorpusExp', 'corpus_splits', 'LMExp', 'train_lm',
            'trained_lm', 'full_corpus', 'CoreLMExp', 'core_lm', 'LMRef', 'load_lm', 'PrepExp', 'prepare', 'MethodExp',
            'run_method', 'SpeedExp', 'eval_speed', 'MetaDynScale', 'wt2_lm_config', 'method_specs', 'choose_budget',
-           'learning_specs', 'make_plan', 'learning_summary', 'comparison', 'fig2_learning']
+           'learning_specs', 'make_plan', 'learning_summary', 'comparison', 'panel_losses', 'fig2_learning']
 
 # %% ../nbs/13_meta_dynamic.ipynb #1d7361ff
 BUCKET = 1 << 21   # coordinates per bucket: on a CPU, allocations above ~8 MB cost several times more per element
@@ -225,6 +225,7 @@ def _fast_constants(learner: MetaLearner, c: dict, params: list) -> dict:
                    w={g: [cols[k][fi[f]] for f in dyn] for k, g in enumerate(cfg.gates)})
     out['buf'] = [None] * n                                            # scratch, made on first use: a compiled tensor needs none
     out['n_buf'] = 4 + (len(cfg.gates) if cfg.hidden else 0)
+    out['implicit'] = bool(out['gamma']) and cfg.ewc_step == 'implicit'   # the EWC spring solved at θ_{t+1} (`MetaConfig.ewc_step`)
     return out
 
 # %% ../nbs/13_meta_dynamic.ipynb #75cd1a85
@@ -251,7 +252,7 @@ def _fast_step(learner: MetaLearner, params: list, grads: list, loss: Tensor, me
                 torch.mul(xg, wg, out=U); U.add_(xd, alpha=wd).add_(fc['Cin'][h][j]).add_(wL * xL).relu_()
                 for gate, buf in G.items(): buf.add_(U, alpha=fc['wout'][gate][h])
             for buf in G.values(): buf.exp_()                            # base ⊙ e^u
-        implicit = fc['gamma'] and cfg.ewc_step == 'implicit'
+        implicit = fc['implicit']
         if fc['gamma'] and not implicit: g.addcmul_(v['F'][j], D, value=fc['gamma'])   # ∇̃ = ∇L + γ F̂ (θ − θ₀), in the gradient's buffer
         for gate in ('f', 'z', 'i'):                                     # f first: it is the only term that reads θ
             if gate not in fc['C']: continue
@@ -548,7 +549,7 @@ from .train import TrainConfig, load_model
 from .tasks import LMTask
 from .evaluate import evaluate, dyneval_state, rms_update, sgd_update
 from .experiment import Spec, RunContext, data_identity, runs_dir, runs_command, best_checkpoint, ckpt_home, final_weights
-from .plan import Plan, mean_sd, row_metrics
+from .plan import Plan, aggregate, mean_sd, row_metrics
 import memlm.awd_lstm as awd
 
 # %% ../nbs/13_meta_dynamic.ipynb #77c398e7
@@ -769,9 +770,7 @@ def run_method(cfg: MethodExp, seed: int, ctx: RunContext) -> dict:
                 losses, up = [], meta_update(l0, F_)
                 r = dynamic_evaluate(model, test, dcfg, stats=stats, update=recording(up, losses) if cfg.save_segments else up, articles=tarts)
                 return dict(ppl=r['ppl'], losses=[round(x, 5) for x in torch.stack(losses).tolist()] if cfg.save_segments else None)
-            it = ctx.step('eval', 'init test', init_test)
-            it = it if isinstance(it, dict) else dict(ppl=it, losses=None)   # a step kept by a run started before segments were kept
-            init_losses = it['losses']
+            it = ctx.step('eval', 'init test', init_test); init_losses = it['losses']
             out.update(init_test_ppl=it['ppl'],
                        init_val_ppl=ctx.step('eval', 'init val', lambda: dynamic_evaluate(model, choice[0], dcfg, stats=stats, update=meta_update(l0, F_),
                                                                                          articles=choice[1])['ppl']) if choice is not None else None)
@@ -968,14 +967,10 @@ def learning_specs(tag: str, lm: Spec, ref: LMRef, scale: str, prep: Spec, seeds
                                                rms_run=(rms if levels == 3 else rms_free).folder, copy_lam=rms.cfg.dyn.lam if levels == 2 else None)
     out['pilot'] = [run(f'pilot_lr{lr:g}', meta(3, 'rms', replace(mt, steps=S.pilot_steps, lr=lr)), seeds[0], rms) for lr in PILOT_LRS]
     budget = META_BUDGET.get(scale)
-    out['learn'] = [] if budget is None else [
-        run(f'learn{lv}{"mlp" if h else ""}_{init}', replace(meta(lv, init, replace(mt, steps=budget['steps'], lr=budget['lr'], lr_schedule='cosine'), h),
-                                                           save_segments=fig2),
-            s, rms if lv == 3 else rms_free) for lv, init, h in learners for s in seeds]
-    if budget is not None and tag == 'wt2':   # the readings beside the arms, on the same budget and seeds
-        out['learn'] += [run(name, replace(meta(lv, init, replace(mt, steps=budget['steps'], lr=budget['lr'], lr_schedule='cosine'), h, es),
-                                           save_segments=fig2), s, rms if lv == 3 else rms_free)
-                         for name, (lv, init, h, es) in LEARN_READINGS.items() for s in seeds]
+    learn = lambda name, lv, init, h, es, s: run(name, replace(meta(lv, init, replace(mt, steps=budget['steps'], lr=budget['lr'], lr_schedule='cosine'),
+                                                                    h, es), save_segments=fig2), s, rms if lv == 3 else rms_free)
+    out['learn'] = [] if budget is None else [learn(f'learn{lv}{"mlp" if h else ""}_{init}', lv, init, h, 'explicit', s) for lv, init, h in learners for s in seeds] \
+        + [learn(name, *r, s) for name, r in LEARN_READINGS.items() for s in seeds if tag == 'wt2']   # the readings beside the arms, same budget and seeds
     return out
 
 # %% ../nbs/13_meta_dynamic.ipynb #ba5e2cfe
@@ -1062,6 +1057,10 @@ def comparison(runs: dict, tag: str) -> dict:
 FIG2_PAIRS = {'top': ('l2', 'static', 'second_half', 'first_half'),   # panel: (a, b, where, against): (a − b) there minus (a − b) against
               'bottom': ('l3', 'l2', 'head', 'rest')}
 
+def panel_losses(sg: dict, a: str, b: str, key: str) -> tuple:
+    "The loss lists of runs `a` and `b` in `sg` under `key` ('losses' or 'init_losses'; static has only 'losses', the same for both)."
+    return tuple(torch.tensor(sg[x].get(key, sg[x]['losses']) if x == 'static' else sg[x][key]) for x in (a, b))
+
 def fig2_learning(segs: dict, k: int = 20) -> dict:
     """Figure 2's effects before and after meta-training over seeds: `segs` = {seed: {'static' | 'l1' | 'l2' | 'l3': a run's
     segments.json}} (`losses` after meta-training, `init_losses` at step 0; static has one list for both). Per panel of `FIG2_PAIRS`:
@@ -1072,13 +1071,8 @@ def fig2_learning(segs: dict, k: int = 20) -> dict:
         for panel, (a, b, where, against) in FIG2_PAIRS.items():
             if a not in sg or b not in sg: continue
             for when, key in (('before', 'init_losses'), ('after', 'losses')):
-                la, lb = (torch.tensor(sg[x].get(key, sg[x]['losses']) if x == 'static' else sg[x][key]) for x in (a, b))
-                e = article_effects(la, lb, sg[a]['starts'], k)
+                e = article_effects(*panel_losses(sg, a, b, key), sg[a]['starts'], k)
                 m[f'{panel}_{when}'] = e[where] - e[against]
             m[f'{panel}_change'] = m[f'{panel}_after'] - m[f'{panel}_before']
         if m: per.append(m)
-    keys = [k_ for k_ in (per[0] if per else {}) if all(k_ in m for m in per)]
-    out = {}
-    for k_ in keys:
-        out[k_], out[f'{k_}_std'] = mean_sd(m[k_] for m in per); out[f'{k_}_n'] = len(per)
-    return out
+    return {f'{k_}{sfx}': a[f] for k_, a in aggregate(per).items() for sfx, f in (('', 'mean'), ('_std', 'sd'), ('_n', 'n'))}
