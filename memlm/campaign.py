@@ -24,6 +24,7 @@ PRIORITY = (
     ('span_buffer', 'cpu', ('screen',)),                            # the span buffer's reward readings (one seed, 3 epochs each)
     ('span_buffer', 'cpu', ('forms',)),                             # each reward reading at full length, then the clipping reading
     ('meta_dynamic', 'cpu', ('pilot', 'learning')),                 # the meta-learner's budget pilots, then (budget fixed) its learning runs
+    ('meta_dynamic', 'cpu', ('learning_ptb',)),                     # its PTB learners (linear and MLP), on the core's PTB LM trained here
     ('span_buffer', 'cpu', ('lm', 'dynamic_eval')),                 # span buffer Table 1 on the chosen reward reading
     ('awd_lstm', 'gpu', ('gpu_fit',), 'alone'),                     # which gpu scale fits: candidates timed packed, nothing beside them
     ('dynamic_skip', 'cpu', ('ner_schedule',)),                     # the NER schedule pilot, then Table 2 on the schedule it fixes

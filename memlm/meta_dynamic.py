@@ -17,14 +17,15 @@ from .evaluate import dynamic_evaluate, DynEvalConfig, gradient_stats, grad_eval
 
 # %% auto #0
 __all__ = ['BUCKET', 'FEATURES', 'GATES', 'COMPILE_MIN', 'METHODS', 'ADAM', 'AWD_SGD', 'SCALES', 'PARTS', 'META_VARIANTS',
-           'INITS', 'PILOT_LRS', 'META_BUDGET', 'LEARNERS', 'PTB_LEARNERS', 'LEARN_READINGS', 'COMPARISONS',
-           'FIG2_PAIRS', 'squash', 'buckets', 'flat', 'unflat', 'meta_constants', 'MetaConfig', 'MetaLearner',
-           'meta_update', 'no_update', 'recording', 'fisher_diagonal', 'MetaTrainConfig', 'saved_bytes', 'unroll_plain',
-           'unroll_checkpointed', 'rotate_stream', 'meta_train', 'curve_stop', 'tune_dyneval', 'peak_rss_mb',
-           'segment_starts', 'article_effects', 'smooth', 'CorpusExp', 'corpus_splits', 'LMExp', 'train_lm',
-           'trained_lm', 'full_corpus', 'CoreLMExp', 'core_lm', 'LMRef', 'load_lm', 'PrepExp', 'prepare', 'MethodExp',
-           'run_method', 'SpeedExp', 'eval_speed', 'MetaDynScale', 'wt2_lm_config', 'method_specs', 'choose_budget',
-           'learning_specs', 'make_plan', 'learning_summary', 'comparison', 'panel_losses', 'fig2_learning']
+           'INITS', 'PILOT_LRS', 'META_BUDGET', 'LEARNERS', 'PTB_LEARNERS', 'LEARN_READINGS', 'LEARN_READING_KEYS',
+           'COMPARISONS', 'FIG2_PAIRS', 'squash', 'buckets', 'flat', 'unflat', 'meta_constants', 'MetaConfig',
+           'MetaLearner', 'meta_update', 'no_update', 'recording', 'fisher_diagonal', 'MetaTrainConfig', 'saved_bytes',
+           'unroll_plain', 'unroll_checkpointed', 'rotate_stream', 'meta_train', 'curve_stop', 'tune_dyneval',
+           'peak_rss_mb', 'segment_starts', 'article_effects', 'smooth', 'CorpusExp', 'corpus_splits', 'LMExp',
+           'train_lm', 'trained_lm', 'full_corpus', 'CoreLMExp', 'core_lm', 'LMRef', 'load_lm', 'PrepExp', 'prepare',
+           'MethodExp', 'run_method', 'SpeedExp', 'eval_speed', 'MetaDynScale', 'wt2_lm_config', 'method_specs',
+           'choose_budget', 'learning_specs', 'make_plan', 'learning_summary', 'comparison', 'panel_losses',
+           'fig2_learning']
 
 # %% ../nbs/13_meta_dynamic.ipynb #1d7361ff
 BUCKET = 1 << 21   # coordinates per bucket: on a CPU, allocations above ~8 MB cost several times more per element
@@ -947,8 +948,11 @@ def choose_budget(curves: dict, tol: float = 0.005) -> dict:
 # %% ../nbs/13_meta_dynamic.ipynb #70c43bbd
 LEARNERS = tuple((lv, init, 0) for lv in (1, 2, 3) for init in INITS) + ((3, 'rms', 4),)   # (levels, start, MLP width; 0: linear)
 PTB_LEARNERS = ((3, 'rms', 0), (3, 'rms', 4))                                                 # on PTB: linear and MLP, 3 levels from RMS
-LEARN_READINGS = {'learn3_neutral_implicit': (3, 'neutral', 0, 'implicit')}   # WikiText-2 only, readings beside the arms: (levels, start,
-                                                                                # MLP width, EWC step): the neutral start with the stable spring
+LEARN_READINGS = {   # WikiText-2 only, readings beside the arms: levels, start, MLP width and what differs from the arm (`note`), with
+                    # `over`, the arm whose gain from meta-training the reading's is compared with, paired by seed (in points of %)
+    'learn3_neutral_implicit': dict(levels=3, init='neutral', hidden=0, ewc_step='implicit', over='learn3_neutral', note='implicit EWC step'),
+    'learn2_rms_shut': dict(levels=2, init='rms', hidden=0, closed_bias=-10., over='learn1_rms', note='COPY shut at bias −10')}
+LEARN_READING_KEYS = ('over', 'note')   # what describes a reading rather than configures it
 
 def learning_specs(tag: str, lm: Spec, ref: LMRef, scale: str, prep: Spec, seeds: list[int], learners: tuple = LEARNERS) -> dict:
     """The meta-learning comparison on one LM (its seed-0 weights): baselines tuned on the second half of validation, the pilot,
@@ -962,15 +966,15 @@ def learning_specs(tag: str, lm: Spec, ref: LMRef, scale: str, prep: Spec, seeds
     fig2 = tag == 'wt2'   # Figure 2 before and after meta-training: the learners' and static's test losses, segment by segment
     out = dict(static=run('h_static', replace(base, method='static', save_segments=fig2), seeds[0]), rms=rms, rms_free=rms_free)
     mt = replace(S.meta_train_config, restart_loss=math.log(ref.model.vocab_size), eval_every=S.eval_every, rotate=True)
-    meta = lambda levels, init, train, hidden=0, ewc_step='explicit': replace(base, method='meta', train=train,
-                                               meta=MetaConfig(levels=levels, init=init, closed_bias=-2., hidden=hidden, ewc_step=ewc_step),
+    meta = lambda levels, init, train, hidden=0, ewc_step='explicit', closed_bias=-2.: replace(base, method='meta', train=train,
+                                               meta=MetaConfig(levels=levels, init=init, closed_bias=closed_bias, hidden=hidden, ewc_step=ewc_step),
                                                rms_run=(rms if levels == 3 else rms_free).folder, copy_lam=rms.cfg.dyn.lam if levels == 2 else None)
     out['pilot'] = [run(f'pilot_lr{lr:g}', meta(3, 'rms', replace(mt, steps=S.pilot_steps, lr=lr)), seeds[0], rms) for lr in PILOT_LRS]
     budget = META_BUDGET.get(scale)
-    learn = lambda name, lv, init, h, es, s: run(name, replace(meta(lv, init, replace(mt, steps=budget['steps'], lr=budget['lr'], lr_schedule='cosine'),
-                                                                    h, es), save_segments=fig2), s, rms if lv == 3 else rms_free)
-    out['learn'] = [] if budget is None else [learn(f'learn{lv}{"mlp" if h else ""}_{init}', lv, init, h, 'explicit', s) for lv, init, h in learners for s in seeds] \
-        + [learn(name, *r, s) for name, r in LEARN_READINGS.items() for s in seeds if tag == 'wt2']   # the readings beside the arms, same budget and seeds
+    learn = lambda name, s, levels, init, hidden, **kw: run(name, replace(meta(levels, init, replace(mt, steps=budget['steps'], lr=budget['lr'], lr_schedule='cosine'),
+                                                                               hidden, **kw), save_segments=fig2), s, rms if levels == 3 else rms_free)
+    out['learn'] = [] if budget is None else [learn(f'learn{lv}{"mlp" if h else ""}_{init}', s, lv, init, h) for lv, init, h in learners for s in seeds] \
+        + [learn(name, s, **{k: v for k, v in r.items() if k not in LEARN_READING_KEYS}) for name, r in LEARN_READINGS.items() for s in seeds if tag == 'wt2']   # same budget and seeds
     return out
 
 # %% ../nbs/13_meta_dynamic.ipynb #ba5e2cfe
@@ -980,7 +984,8 @@ def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Pla
     for seed in seeds:
         core = awd.make_plan(scale, [seed], data_path).parts['lm'][0]
         ptb_lm = Spec(core_lm, CoreLMExp(lm=core.cfg, core_run=core.folder, core_root=str(runs_dir('awd_lstm', scale)),
-                                        reuse=S.reuse_core), seed, name='ptb_lm', data_id=core.data_id)
+                                        reuse=S.reuse_core), seed, name='ptb_lm', data_id=core.data_id, carry=True)   # trained here
+        # when the core's weights are not on this machine: its weights travel with its record, as the WikiText-2 LM's
         ptb_ref = LMRef(CorpusExp(core.cfg.corpus, test_tokens=S.ptb_test_tokens, data_path=data_path),
                         core.cfg.model, ptb_lm.folder, 'finetune' if core.cfg.finetune_epochs else 'train')
         wt2 = wt2_lm_config(scale, data_path)
@@ -1013,10 +1018,11 @@ def learning_summary(runs: dict, tag: str = 'wt2') -> dict:
     (`learn<levels>[mlp]_<init>`) its test and choice-half perplexity after meta-training and at step 0, and, paired by seed,
     after − before (% of before), after − tuned RMS (% of RMS: the 3-level learner against RMS with decay, the others against
     RMS without), the gain of each level over the one below (after − before, in points of %), and the MLP learner against the
-    linear one (% of the linear's test ppl)."""
+    linear one (% of the linear's test ppl). A reading of `LEARN_READINGS` is in no level gain; its gain is compared with its arm's
+    (`<reading>_minus_<arm>`, points of %, paired by seed)."""
     out, gain = {}, {}
     rows = [(lv, init, h, f'learn{lv}{"mlp" if h else ""}_{init}') for lv, init, h in LEARNERS] + \
-           [(lv, init, h, name) for name, (lv, init, h, _) in LEARN_READINGS.items()]   # the readings: same metrics, in no level gain
+           [(r['levels'], r['init'], r['hidden'], name) for name, r in LEARN_READINGS.items()]   # the readings: same metrics, in no level gain
     for lv, init, h, name in rows:
         ref = runs.get(f'{tag}_h_rms' if lv == 3 else f'{tag}_h_rms_free', {}).get(0)
         rs = runs.get(f'{tag}_{name}', {})
@@ -1028,13 +1034,13 @@ def learning_summary(runs: dict, tag: str = 'wt2') -> dict:
         if ref: diffs['vs_rms_pct'] = [100 * (m['test_ppl'] / ref['test_ppl'] - 1) for m in ms]
         for k, xs in diffs.items():
             mu, sd = mean_sd(xs); out |= {f'{name}/{k}': mu, f'{name}/{k}_std': sd, f'{name}/{k}_n': len(xs)}
-        if not h and name not in LEARN_READINGS: gain[(lv, init)] = {s: 100 * (m['test_ppl'] / m['init_test_ppl'] - 1) for s, m in rs.items()}
+        gain[name] = {s: 100 * (m['test_ppl'] / m['init_test_ppl'] - 1) for s, m in rs.items()}
+    def paired(key, a, b):   # gain of `a` minus gain of `b`, paired by seed
+        xs = [gain[a][s] - gain[b][s] for s in gain.get(a, {}) if s in gain.get(b, {})]
+        if xs: mu, sd = mean_sd(xs); out.update({key: mu, f'{key}_std': sd, f'{key}_n': len(xs)})
     for lo, hi in ((1, 2), (2, 3)):
-        for init in INITS:
-            a, b = gain.get((hi, init), {}), gain.get((lo, init), {})
-            xs = [a[s] - b[s] for s in a if s in b]
-            if xs: mu, sd = mean_sd(xs); out |= {f'level{hi}_minus_level{lo}_{init}': mu, f'level{hi}_minus_level{lo}_{init}_std': sd,
-                                                  f'level{hi}_minus_level{lo}_{init}_n': len(xs)}
+        for init in INITS: paired(f'level{hi}_minus_level{lo}_{init}', f'learn{hi}_{init}', f'learn{lo}_{init}')
+    for name, r in LEARN_READINGS.items(): paired(f"{name}_minus_{r['over']}", name, r['over'])
     lin, mlp = runs.get(f'{tag}_learn3_rms', {}), runs.get(f'{tag}_learn3mlp_rms', {})
     xs = [100 * (mlp[s]['test_ppl'] / lin[s]['test_ppl'] - 1) for s in mlp if s in lin]   # the MLP against the linear learner, paired
     if xs: mu, sd = mean_sd(xs); out |= {'mlp_vs_linear_pct': mu, 'mlp_vs_linear_pct_std': sd, 'mlp_vs_linear_pct_n': len(xs)}
