@@ -23,9 +23,9 @@ __all__ = ['BUCKET', 'FEATURES', 'GATES', 'COMPILE_MIN', 'METHODS', 'ADAM', 'AWD
            'unroll_plain', 'unroll_checkpointed', 'rotate_stream', 'meta_train', 'curve_stop', 'tune_dyneval',
            'peak_rss_mb', 'segment_starts', 'article_effects', 'smooth', 'CorpusExp', 'corpus_splits', 'LMExp',
            'train_lm', 'trained_lm', 'full_corpus', 'CoreLMExp', 'core_lm', 'LMRef', 'load_lm', 'PrepExp', 'prepare',
-           'MethodExp', 'run_method', 'SpeedExp', 'eval_speed', 'MetaDynScale', 'wt2_lm_config', 'method_specs',
-           'choose_budget', 'learning_specs', 'make_plan', 'learning_summary', 'comparison', 'panel_losses',
-           'fig2_learning']
+           'MethodExp', 'run_method', 'seed_free_start', 'step0_from_sibling', 'SpeedExp', 'eval_speed', 'MetaDynScale',
+           'wt2_lm_config', 'method_specs', 'choose_budget', 'learning_specs', 'make_plan', 'learning_summary',
+           'comparison', 'panel_losses', 'fig2_learning']
 
 # %% ../nbs/13_meta_dynamic.ipynb #1d7361ff
 BUCKET = 1 << 21   # coordinates per bucket: on a CPU, allocations above ~8 MB cost several times more per element
@@ -542,6 +542,7 @@ def smooth(x: Tensor, w: int) -> Tensor:
 
 # %% ../nbs/13_meta_dynamic.ipynb #e85b096e
 import functools, json, shutil
+from datetime import datetime
 from dataclasses import replace
 from .data import Corpus, SPLITS
 from .corpora import cap_vocab, first_articles, split_halves, stream_prefix, stream_slice, topic_corpus
@@ -549,7 +550,8 @@ from .models import AWDLSTM, AWDLSTMConfig
 from .train import TrainConfig, load_model
 from .tasks import LMTask
 from .evaluate import evaluate, dyneval_state, rms_update, sgd_update
-from .experiment import Spec, RunContext, data_identity, runs_dir, runs_command, best_checkpoint, ckpt_home, final_weights
+from .experiment import Spec, RunContext, data_identity, runs_dir, runs_command, best_checkpoint, ckpt_home, final_weights, \
+                             load_record, CorruptRecordError
 from .plan import Plan, aggregate, mean_sd, row_metrics
 import memlm.awd_lstm as awd
 
@@ -765,7 +767,10 @@ def run_method(cfg: MethodExp, seed: int, ctx: RunContext) -> dict:
                    held_mb=max(h['held_mb'] for h in hist), theta_mb=sum(p.numel() * p.element_size() for p in params) / 2**20,
                    unroll=cfg.train.unroll, rss_before_mb=rss0, peak_rss_mb=peak_rss_mb(), learned=learner.summary(), dyn=vars(dcfg))
         update = meta_update(learner, F_)
-        if cfg.measure_init:   # the same learner at step 0: what meta-training changed, on the choice half and on test
+        prev = step0_from_sibling(ctx.dir, cfg, seed) if cfg.measure_init and ctx.dir is not None else None
+        if prev is not None:   # the same step 0 at another seed, measured there
+            init_losses = prev.pop('losses'); out.update(prev)
+        elif cfg.measure_init:   # the same learner at step 0: what meta-training changed, on the choice half and on test
             torch.manual_seed(seed); l0 = MetaLearner(cfg.meta).to(ctx.device)
             def init_test():   # with every segment's loss where Figure 2 compares before and after
                 losses, up = [], meta_update(l0, F_)
@@ -790,6 +795,46 @@ def run_method(cfg: MethodExp, seed: int, ctx: RunContext) -> dict:
             bptt=dcfg.bptt, starts=segment_starts(len(test), dcfg.bptt, tarts), losses=r['losses'],
             **({'init_losses': init_losses} if init_losses is not None else {}))))   # the learner at step 0, segment by segment
     return out
+
+# %% ../nbs/13_meta_dynamic.ipynb #948b7216
+def seed_free_start(cfg: MetaConfig, make: Callable = None) -> bool:
+    "Whether the learner `make(cfg)` (default `MetaLearner`) starts with the same gates and EWC weight at every seed: its step 0 does not depend on the seed."
+    make, xs = make or MetaLearner, [torch.linspace(-1, 1, 7) for _ in cfg.features]
+    with torch.random.fork_rng(), torch.no_grad():
+        starts = []
+        for s in (0, 1):
+            torch.manual_seed(s); ln = make(cfg)
+            starts.append((ln.gates(xs), None if ln.ewc is None else float(ln.ewc)))
+    (g0, e0), (g1, e1) = starts
+    return e0 == e1 and all(torch.equal(g0[g], g1[g]) for g in cfg.gates)
+
+def step0_from_sibling(folder: Path, cfg, seed: int) -> dict | None:
+    """The step-0 scores of the run in `folder` (`cfg`, a 'meta' `MethodExp` at `seed`) where another seed's run of the same config
+    (the same key but the seed) finished after the LM and the preparation it reads, and the learner's start is seed-free: its
+    `init_test_ppl`, `init_val_ppl`, step-0 test losses (`losses`, where `save_segments`) and folder (`init_from`). None otherwise."""
+    if not seed_free_start(cfg.meta): return None
+    root, name = folder.parent, folder.name.rsplit('-s', 1)[0]
+    try: needs = [load_record(root/f) or {} for f in (cfg.lm.run, cfg.prep)]
+    except CorruptRecordError: return None
+    dates = [(r.get('provenance') or {}).get('date') for r in needs]
+    if None in dates: return None
+    same = lambda s: Spec(run_method, cfg, s, name=name, data_id=needs[1].get('data_id')).folder
+    if same(seed) != folder.name: return None                    # not keyed as a plan's run (an interactive one): nothing to match
+    for d in sorted(root.glob(f'{name}-s*-*')):
+        s = d.name[len(name) + 2:].split('-')[0]
+        if not s.isdigit() or int(s) == seed or d.name != same(int(s)): continue
+        try: r = load_record(d) or {}
+        except CorruptRecordError: continue
+        m, date = r.get('metrics') or {}, (r.get('provenance') or {}).get('date')
+        if r.get('status') != 'done' or 'init_test_ppl' not in m or date is None: continue
+        if any(datetime.fromisoformat(date) <= datetime.fromisoformat(x) for x in dates): continue   # made from an LM trained again since
+        losses = None
+        if cfg.save_segments:
+            seg = d/'segments.json'
+            losses = json.loads(seg.read_text()).get('init_losses') if seg.exists() else None
+            if losses is None: continue
+        return dict(init_test_ppl=m['init_test_ppl'], init_val_ppl=m.get('init_val_ppl'), losses=losses, init_from=d.name)
+    return None
 
 # %% ../nbs/13_meta_dynamic.ipynb #44fe443e
 @dataclass
