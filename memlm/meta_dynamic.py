@@ -993,11 +993,11 @@ def choose_budget(curves: dict, tol: float = 0.005) -> dict:
 # %% ../nbs/13_meta_dynamic.ipynb #70c43bbd
 LEARNERS = tuple((lv, init, 0) for lv in (1, 2, 3) for init in INITS) + ((3, 'rms', 4),)   # (levels, start, MLP width; 0: linear)
 PTB_LEARNERS = ((3, 'rms', 0), (3, 'rms', 4))                                                 # on PTB: linear and MLP, 3 levels from RMS
-LEARN_READINGS = {   # WikiText-2 only, readings beside the arms: levels, start, MLP width and what differs from the arm (`note`), with
-                    # `over`, the arm whose gain from meta-training the reading's is compared with, paired by seed (in points of %)
+LEARN_READINGS = {   # WikiText-2 only, readings beside the arms: levels, start, MLP width and what differs from the arm (`note`); their
+                    # gain from meta-training is compared, paired by seed (points of %), with that of the arm one level `over` it and `under` it
     'learn3_neutral_implicit': dict(levels=3, init='neutral', hidden=0, ewc_step='implicit', over='learn3_neutral', note='implicit EWC step'),
-    'learn2_rms_shut': dict(levels=2, init='rms', hidden=0, closed_bias=-10., over='learn1_rms', note='COPY shut at bias −10')}
-LEARN_READING_KEYS = ('over', 'note')   # what describes a reading rather than configures it
+    'learn2_rms_shut': dict(levels=2, init='rms', hidden=0, closed_bias=-10., over='learn1_rms', under='learn3_rms', note='COPY shut at bias −10')}
+LEARN_READING_KEYS = ('over', 'under', 'note')   # what describes a reading rather than configures it
 
 def learning_specs(tag: str, lm: Spec, ref: LMRef, scale: str, prep: Spec, seeds: list[int], learners: tuple = LEARNERS) -> dict:
     """The meta-learning comparison on one LM (its seed-0 weights): baselines tuned on the second half of validation, the pilot,
@@ -1063,8 +1063,8 @@ def learning_summary(runs: dict, tag: str = 'wt2') -> dict:
     (`learn<levels>[mlp]_<init>`) its test and choice-half perplexity after meta-training and at step 0, and, paired by seed,
     after − before (% of before), after − tuned RMS (% of RMS: the 3-level learner against RMS with decay, the others against
     RMS without), the gain of each level over the one below (after − before, in points of %), and the MLP learner against the
-    linear one (% of the linear's test ppl). A reading of `LEARN_READINGS` is in no level gain; its gain is compared with its arm's
-    (`<reading>_minus_<arm>`, points of %, paired by seed)."""
+    linear one (% of the linear's test ppl). A reading of `LEARN_READINGS` is in no level gain; its gain is compared with the arms'
+    it names (`<reading>_minus_<over>`, `<under>_minus_<reading>`: points of %, paired by seed)."""
     out, gain = {}, {}
     rows = [(lv, init, h, f'learn{lv}{"mlp" if h else ""}_{init}') for lv, init, h in LEARNERS] + \
            [(r['levels'], r['init'], r['hidden'], name) for name, r in LEARN_READINGS.items()]   # the readings: same metrics, in no level gain
@@ -1085,7 +1085,9 @@ def learning_summary(runs: dict, tag: str = 'wt2') -> dict:
         if xs: mu, sd = mean_sd(xs); out.update({key: mu, f'{key}_std': sd, f'{key}_n': len(xs)})
     for lo, hi in ((1, 2), (2, 3)):
         for init in INITS: paired(f'level{hi}_minus_level{lo}_{init}', f'learn{hi}_{init}', f'learn{lo}_{init}')
-    for name, r in LEARN_READINGS.items(): paired(f"{name}_minus_{r['over']}", name, r['over'])
+    for name, r in LEARN_READINGS.items():
+        if 'over' in r: paired(f"{name}_minus_{r['over']}", name, r['over'])
+        if 'under' in r: paired(f"{r['under']}_minus_{name}", r['under'], name)
     lin, mlp = runs.get(f'{tag}_learn3_rms', {}), runs.get(f'{tag}_learn3mlp_rms', {})
     xs = [100 * (mlp[s]['test_ppl'] / lin[s]['test_ppl'] - 1) for s in mlp if s in lin]   # the MLP against the linear learner, paired
     if xs: mu, sd = mean_sd(xs); out |= {'mlp_vs_linear_pct': mu, 'mlp_vs_linear_pct_std': sd, 'mlp_vs_linear_pct_n': len(xs)}
