@@ -994,8 +994,8 @@ def choose_budget(curves: dict, tol: float = 0.005) -> dict:
 LEARNERS = tuple((lv, init, 0) for lv in (1, 2, 3) for init in INITS) + ((3, 'rms', 4),)   # (levels, start, MLP width; 0: linear)
 PTB_LEARNERS = ((3, 'rms', 0), (3, 'rms', 4))                                                 # on PTB: linear and MLP, 3 levels from RMS
 LEARN_READINGS = {   # WikiText-2 only, readings beside the arms: levels, start, MLP width and what differs from the arm (`note`); their
-                    # gain from meta-training is compared, paired by seed (points of %), with that of the arm one level `over` it and `under` it
-    'learn3_neutral_implicit': dict(levels=3, init='neutral', hidden=0, ewc_step='implicit', over='learn3_neutral', note='implicit EWC step'),
+                    # gain from meta-training is compared, paired by seed (points of %), with that of the arm one level below (`over`) and above (`under`)
+    'learn3_neutral_implicit': dict(levels=3, init='neutral', hidden=0, ewc_step='implicit', note='implicit EWC step'),   # its arm diverged
     'learn2_rms_shut': dict(levels=2, init='rms', hidden=0, closed_bias=-10., over='learn1_rms', under='learn3_rms', note='COPY shut at bias −10')}
 LEARN_READING_KEYS = ('over', 'under', 'note')   # what describes a reading rather than configures it
 
