@@ -24,8 +24,8 @@ __all__ = ['BUCKET', 'FEATURES', 'GATES', 'COMPILE_MIN', 'METHODS', 'ADAM', 'AWD
            'peak_rss_mb', 'segment_starts', 'article_effects', 'smooth', 'CorpusExp', 'corpus_splits', 'LMExp',
            'train_lm', 'trained_lm', 'full_corpus', 'CoreLMExp', 'core_lm', 'LMRef', 'load_lm', 'PrepExp', 'prepare',
            'MethodExp', 'run_method', 'seed_free_start', 'step0_from_sibling', 'SpeedExp', 'eval_speed', 'MetaDynScale',
-           'wt2_lm_config', 'method_specs', 'choose_budget', 'learning_specs', 'make_plan', 'learning_summary',
-           'comparison', 'panel_losses', 'fig2_learning']
+           'wt2_lm_config', 'method_specs', 'choose_budget', 'learner_name', 'learning_specs', 'make_plan',
+           'learning_summary', 'comparison', 'panel_losses', 'fig2_learning']
 
 # %% ../nbs/13_meta_dynamic.ipynb #1d7361ff
 BUCKET = 1 << 21   # coordinates per bucket: on a CPU, allocations above ~8 MB cost several times more per element
@@ -237,6 +237,7 @@ def _fast_step(learner: MetaLearner, params: list, grads: list, loss: Tensor, me
     loss, ema = loss.detach(), mem.get('ema')
     xL = float(squash(loss - ema)) if ema is not None else 0.
     mem = dict(ema=loss if ema is None else cfg.loss_ema * ema + (1 - cfg.loss_ema) * loss)
+    implicit = fc['implicit']
     for j, (p, g) in enumerate(zip(params, grads)):
         if p.numel() >= COMPILE_MIN:                                     # a large tensor: the rule compiled (a few fused loops)
             p.copy_(_run_rule(_bucket_rule, p.numel(), learner, p, g, *_rule_args(v, j), loss.new_tensor(xL), fc['lr'])); continue
@@ -253,7 +254,6 @@ def _fast_step(learner: MetaLearner, params: list, grads: list, loss: Tensor, me
                 torch.mul(xg, wg, out=U); U.add_(xd, alpha=wd).add_(fc['Cin'][h][j]).add_(wL * xL).relu_()
                 for gate, buf in G.items(): buf.add_(U, alpha=fc['wout'][gate][h])
             for buf in G.values(): buf.exp_()                            # base ⊙ e^u
-        implicit = fc['implicit']
         if fc['gamma'] and not implicit: g.addcmul_(v['F'][j], D, value=fc['gamma'])   # ∇̃ = ∇L + γ F̂ (θ − θ₀), in the gradient's buffer
         for gate in ('f', 'z', 'i'):                                     # f first: it is the only term that reads θ
             if gate not in fc['C']: continue
@@ -552,7 +552,7 @@ from .tasks import LMTask
 from .evaluate import evaluate, dyneval_state, rms_update, sgd_update
 from .experiment import Spec, RunContext, data_identity, runs_dir, runs_command, best_checkpoint, ckpt_home, final_weights, \
                              load_record, CorruptRecordError
-from .plan import Plan, aggregate, mean_sd, row_metrics
+from .plan import Plan, aggregate, paired_diff, row_metrics
 import memlm.awd_lstm as awd
 
 # %% ../nbs/13_meta_dynamic.ipynb #77c398e7
@@ -993,6 +993,7 @@ def choose_budget(curves: dict, tol: float = 0.005) -> dict:
 # %% ../nbs/13_meta_dynamic.ipynb #70c43bbd
 LEARNERS = tuple((lv, init, 0) for lv in (1, 2, 3) for init in INITS) + ((3, 'rms', 4),)   # (levels, start, MLP width; 0: linear)
 PTB_LEARNERS = ((3, 'rms', 0), (3, 'rms', 4))                                                 # on PTB: linear and MLP, 3 levels from RMS
+def learner_name(levels: int, init: str, hidden: int) -> str: return f'learn{levels}{"mlp" if hidden else ""}_{init}'   # its runs' name
 LEARN_READINGS = {   # WikiText-2 only, readings beside the arms: levels, start, MLP width and what differs from the arm (`note`); their
                     # gain from meta-training is compared, paired by seed (points of %), with that of the arm one level below (`over`) and above (`under`)
     'learn3_neutral_implicit': dict(levels=3, init='neutral', hidden=0, ewc_step='implicit', note='implicit EWC step'),   # its arm diverged
@@ -1018,7 +1019,7 @@ def learning_specs(tag: str, lm: Spec, ref: LMRef, scale: str, prep: Spec, seeds
     budget = META_BUDGET.get(scale)
     learn = lambda name, s, levels, init, hidden, **kw: run(name, replace(meta(levels, init, replace(mt, steps=budget['steps'], lr=budget['lr'], lr_schedule='cosine'),
                                                                                hidden, **kw), save_segments=fig2), s, rms if levels == 3 else rms_free)
-    out['learn'] = [] if budget is None else [learn(f'learn{lv}{"mlp" if h else ""}_{init}', s, lv, init, h) for lv, init, h in learners for s in seeds] \
+    out['learn'] = [] if budget is None else [learn(learner_name(*l), s, *l) for l in learners for s in seeds] \
         + [learn(name, s, **{k: v for k, v in r.items() if k not in LEARN_READING_KEYS}) for name, r in LEARN_READINGS.items() for s in seeds if tag == 'wt2']   # same budget and seeds
     return out
 
@@ -1065,33 +1066,24 @@ def learning_summary(runs: dict, tag: str = 'wt2') -> dict:
     RMS without), the gain of each level over the one below (after − before, in points of %), and the MLP learner against the
     linear one (% of the linear's test ppl). A reading of `LEARN_READINGS` is in no level gain; its gain is compared with the arms'
     it names (`<reading>_minus_<over>`, `<under>_minus_<reading>`: points of %, paired by seed)."""
-    out, gain = {}, {}
-    rows = [(lv, init, h, f'learn{lv}{"mlp" if h else ""}_{init}') for lv, init, h in LEARNERS] + \
-           [(r['levels'], r['init'], r['hidden'], name) for name, r in LEARN_READINGS.items()]   # the readings: same metrics, in no level gain
-    for lv, init, h, name in rows:
+    out, per = {}, {}   # per: {learner: {seed: its differences}}
+    rows = [(lv, learner_name(lv, init, h)) for lv, init, h in LEARNERS] + [(r['levels'], name) for name, r in LEARN_READINGS.items()]
+    for lv, name in rows:                                   # the readings: the same metrics, in no level gain
         ref = runs.get(f'{tag}_h_rms' if lv == 3 else f'{tag}_h_rms_free', {}).get(0)
         rs = runs.get(f'{tag}_{name}', {})
         if not rs: continue
         ms = list(rs.values())
         out |= row_metrics(name, ms, [k for k in ('test_ppl', 'init_test_ppl', 'val_ppl', 'init_val_ppl') if all(k in m for m in ms)])
-        diffs = {'minus_init_test_pct': [100 * (m['test_ppl'] / m['init_test_ppl'] - 1) for m in ms],
-                 'minus_init_val_pct': [100 * (m['val_ppl'] / m['init_val_ppl'] - 1) for m in ms]}
-        if ref: diffs['vs_rms_pct'] = [100 * (m['test_ppl'] / ref['test_ppl'] - 1) for m in ms]
-        for k, xs in diffs.items():
-            mu, sd = mean_sd(xs); out |= {f'{name}/{k}': mu, f'{name}/{k}_std': sd, f'{name}/{k}_n': len(xs)}
-        gain[name] = {s: 100 * (m['test_ppl'] / m['init_test_ppl'] - 1) for s, m in rs.items()}
-    def paired(key, a, b):   # gain of `a` minus gain of `b`, paired by seed
-        xs = [gain[a][s] - gain[b][s] for s in gain.get(a, {}) if s in gain.get(b, {})]
-        if xs: mu, sd = mean_sd(xs); out.update({key: mu, f'{key}_std': sd, f'{key}_n': len(xs)})
+        per[name] = {s: dict(minus_init_test_pct=100 * (m['test_ppl'] / m['init_test_ppl'] - 1), minus_init_val_pct=100 * (m['val_ppl'] / m['init_val_ppl'] - 1),
+                             **({'vs_rms_pct': 100 * (m['test_ppl'] / ref['test_ppl'] - 1)} if ref else {})) for s, m in rs.items()}
+        out |= row_metrics(name, list(per[name].values()))
+    gain = lambda key, a, b: paired_diff(key, per.get(a, {}), per.get(b, {}), 'minus_init_test_pct')   # gain of a − gain of b, by seed
     for lo, hi in ((1, 2), (2, 3)):
-        for init in INITS: paired(f'level{hi}_minus_level{lo}_{init}', f'learn{hi}_{init}', f'learn{lo}_{init}')
+        for init in INITS: out |= gain(f'level{hi}_minus_level{lo}_{init}', f'learn{hi}_{init}', f'learn{lo}_{init}')
     for name, r in LEARN_READINGS.items():
-        if 'over' in r: paired(f"{name}_minus_{r['over']}", name, r['over'])
-        if 'under' in r: paired(f"{r['under']}_minus_{name}", r['under'], name)
-    lin, mlp = runs.get(f'{tag}_learn3_rms', {}), runs.get(f'{tag}_learn3mlp_rms', {})
-    xs = [100 * (mlp[s]['test_ppl'] / lin[s]['test_ppl'] - 1) for s in mlp if s in lin]   # the MLP against the linear learner, paired
-    if xs: mu, sd = mean_sd(xs); out |= {'mlp_vs_linear_pct': mu, 'mlp_vs_linear_pct_std': sd, 'mlp_vs_linear_pct_n': len(xs)}
-    return out
+        if 'over' in r: out |= gain(f"{name}_minus_{r['over']}", name, r['over'])
+        if 'under' in r: out |= gain(f"{r['under']}_minus_{name}", r['under'], name)
+    return out | paired_diff('mlp_vs_linear_pct', runs.get(f'{tag}_learn3mlp_rms', {}), runs.get(f'{tag}_learn3_rms', {}), 'test_ppl', relative=True)
 
 # %% ../nbs/13_meta_dynamic.ipynb #56493a62
 def comparison(runs: dict, tag: str) -> dict:
@@ -1101,9 +1093,7 @@ def comparison(runs: dict, tag: str) -> dict:
     for m, r in ms.items():
         rs = list(r.values())
         out |= row_metrics(m, rs, [k for k in ('test_ppl', 'eval_time_s', 'time_vs_static') if rs and all(k in x for x in rs)])
-    for key, a, b in COMPARISONS:
-        xs = [100 * (ms[a][s]['test_ppl'] / ms[b][s]['test_ppl'] - 1) for s in ms[a] if s in ms[b]]
-        if xs: mu, sd = mean_sd(xs); out |= {key: mu, f'{key}_std': sd, f'{key}_n': len(xs)}
+    for key, a, b in COMPARISONS: out |= paired_diff(key, ms[a], ms[b], 'test_ppl', relative=True)
     return out
 
 # %% ../nbs/13_meta_dynamic.ipynb #8b215a99
