@@ -23,9 +23,9 @@ __all__ = ['BUCKET', 'FEATURES', 'GATES', 'COMPILE_MIN', 'METHODS', 'ADAM', 'AWD
            'unroll_plain', 'unroll_checkpointed', 'rotate_stream', 'meta_train', 'curve_stop', 'tune_dyneval',
            'peak_rss_mb', 'segment_starts', 'article_effects', 'smooth', 'CorpusExp', 'corpus_splits', 'LMExp',
            'train_lm', 'trained_lm', 'full_corpus', 'CoreLMExp', 'core_lm', 'LMRef', 'load_lm', 'PrepExp', 'prepare',
-           'MethodExp', 'run_method', 'seed_free_start', 'step0_from_sibling', 'SpeedExp', 'eval_speed', 'MetaDynScale',
-           'wt2_lm_config', 'method_specs', 'choose_budget', 'learner_name', 'learning_specs', 'make_plan',
-           'learning_summary', 'comparison', 'panel_losses', 'fig2_learning']
+           'MethodExp', 'run_method', 'seed_free_start', 'step0_from_sibling', 'running_gap', 'NumericsExp', 'numerics',
+           'SpeedExp', 'eval_speed', 'MetaDynScale', 'wt2_lm_config', 'method_specs', 'choose_budget', 'learner_name',
+           'learning_specs', 'make_plan', 'learning_summary', 'comparison', 'panel_losses', 'fig2_learning']
 
 # %% ../nbs/13_meta_dynamic.ipynb #1d7361ff
 BUCKET = 1 << 21   # coordinates per bucket: on a CPU, allocations above ~8 MB cost several times more per element
@@ -836,6 +836,56 @@ def step0_from_sibling(folder: Path, cfg, seed: int) -> dict | None:
         return dict(init_test_ppl=m['init_test_ppl'], init_val_ppl=m.get('init_val_ppl'), losses=losses, init_from=d.name)
     return None
 
+# %% ../nbs/13_meta_dynamic.ipynb #61f9f147
+def running_gap(a, b, sizes, points: int = 40) -> tuple[list, int]:
+    """Two runs over the same segments: per-segment mean losses `a`, `b` of segments of `sizes` tokens. The running gap
+    100·(ppl_a / ppl_b − 1) of the text read so far at `points` evenly spaced segment ends, as [(tokens, gap %)], and the
+    tokens read before the running gap first exceeds 10⁻⁴ % (all of them when it never does)."""
+    a, b, w = (torch.as_tensor(x, dtype=torch.float64) for x in (a, b, sizes))
+    if not len(a) == len(b) == len(w): raise ValueError(f'{len(a)} and {len(b)} losses for {len(w)} segments')
+    n = w.cumsum(0)
+    gap = torch.expm1(((a - b) * w).cumsum(0) / n) * 100
+    idx = torch.linspace(0, len(w) - 1, min(points, len(w))).round().long().unique()
+    over = (gap.abs() > 1e-4).nonzero()
+    return [(int(n[i]), float(gap[i])) for i in idx], int(n[over[0, 0] - 1]) if len(over) and over[0, 0] > 0 else (0 if len(over) else int(n[-1]))
+
+@dataclass
+class NumericsExp:
+    "The learner at step 0 against the RMS rule it starts as, in each of `dtypes` (a reading of the arithmetic floor)."
+    lm: LMRef = field(default_factory=LMRef)
+    prep: str = ''                     # the `prepare` run's folder (statistics, Fisher)
+    rms_run: str = ''                  # the tuned RMS run whose rule (its recorded `dyn`) the learner starts as
+    meta: MetaConfig = field(default_factory=MetaConfig)   # 3 levels from RMS: at step 0 it is that rule
+    dtypes: tuple = ('float32', 'float64')
+    points: int = 40                   # points of the running gap along the test text
+
+def numerics(cfg: NumericsExp, seed: int, ctx: RunContext) -> dict:
+    """RMS dynamic evaluation (`rms_update`) and the learner at step 0 (`meta_update`, as the learning runs score it) on the whole
+    test text, model, statistics and Fisher in each of `cfg.dtypes`: `<dtype>/rms_ppl`, `<dtype>/learner_ppl`, `<dtype>/gap_pct`
+    (learner ÷ RMS − 1), `<dtype>/agree_tokens`, `<dtype>/curve` (`running_gap`), and each path's float32 − float64 gap (%)."""
+    test, tarts = corpus_splits(cfg.lm.corpus)['test']
+    dcfg = DynEvalConfig(**json.loads((ctx.dir.parent/cfg.rms_run/'record.json').read_text())['metrics']['dyn'])
+    sizes = [y.numel() for _, y, _ in lm_windows(test, 1, dcfg.bptt, tarts)]
+    out = dict(tokens=sum(sizes), lr=dcfg.lr)
+    for dt in cfg.dtypes:
+        dtype = getattr(torch, dt)
+        model = load_lm(cfg.lm, ctx.dir.parent, ctx.device).to(dtype)
+        stats, fisher, _ = _stats(ctx.dir.parent/cfg.prep, ctx.device)
+        stats['MS'], fisher = [m.to(dtype) for m in stats['MS']], [f.to(dtype) for f in fisher]
+        torch.manual_seed(seed); learner = MetaLearner(cfg.meta).to(ctx.device, dtype)
+        paths = dict(rms=rms_update, learner=meta_update(learner, fisher if cfg.meta.levels == 3 else None))
+        def score(update):
+            losses, t0 = [], time.perf_counter()
+            r = dynamic_evaluate(model, test, dcfg, stats=stats, update=recording(update, losses), articles=tarts)
+            return dict(ppl=r['ppl'], time_s=time.perf_counter() - t0, losses=torch.stack(losses).double().tolist())
+        r = {p: ctx.step('eval', f'{p} {dt}', functools.partial(score, u)) for p, u in paths.items()}
+        curve, agree = running_gap(r['learner']['losses'], r['rms']['losses'], sizes, cfg.points)
+        out |= {f'{dt}/rms_ppl': r['rms']['ppl'], f'{dt}/learner_ppl': r['learner']['ppl'], f'{dt}/agree_tokens': agree, f'{dt}/curve': curve,
+                f'{dt}/gap_pct': 100 * (r['learner']['ppl'] / r['rms']['ppl'] - 1), f'{dt}/time_s': r['rms']['time_s'] + r['learner']['time_s']}
+    if {'float32', 'float64'} <= set(cfg.dtypes):
+        out |= {f'{p}_float32_vs_float64_pct': 100 * (out[f'float32/{p}_ppl'] / out[f'float64/{p}_ppl'] - 1) for p in ('rms', 'learner')}
+    return out
+
 # %% ../nbs/13_meta_dynamic.ipynb #44fe443e
 @dataclass
 class SpeedExp:
@@ -1002,7 +1052,8 @@ LEARN_READING_KEYS = ('over', 'under', 'note')   # what describes a reading rath
 
 def learning_specs(tag: str, lm: Spec, ref: LMRef, scale: str, prep: Spec, seeds: list[int], learners: tuple = LEARNERS) -> dict:
     """The meta-learning comparison on one LM (its seed-0 weights): baselines tuned on the second half of validation, the pilot,
-    and, once `META_BUDGET` holds `scale`'s budget, each of `learners` (levels, start, MLP width) meta-trained at `seeds`."""
+    and, once `META_BUDGET` holds `scale`'s budget, each of `learners` (levels, start, MLP width) meta-trained at `seeds`; on WikiText-2
+    the readings of `LEARN_READINGS` and `numerics`."""
     S, did = SCALES[scale], lm.data_id
     half = dict(valid_split='halves', curve_tokens=S.curve_tokens, measure_init=True)
     base = MethodExp(lm=ref, prep=prep.folder, valid_tokens=0, train=S.meta_train_config, **half)
@@ -1021,6 +1072,9 @@ def learning_specs(tag: str, lm: Spec, ref: LMRef, scale: str, prep: Spec, seeds
                                                                                hidden, **kw), save_segments=fig2), s, rms if levels == 3 else rms_free)
     out['learn'] = [] if budget is None else [learn(learner_name(*l), s, *l) for l in learners for s in seeds] \
         + [learn(name, s, **{k: v for k, v in r.items() if k not in LEARN_READING_KEYS}) for name, r in LEARN_READINGS.items() for s in seeds if tag == 'wt2']   # same budget and seeds
+    if tag == 'wt2':   # the arithmetic floor of "vs RMS": the 3-level learner's step 0 against its RMS rule (one run: nothing in it is drawn)
+        out['numerics'] = Spec(numerics, NumericsExp(lm=ref, prep=prep.folder, rms_run=rms.folder, meta=meta(3, 'rms', mt).meta), seeds[0],
+                               name=f'{tag}_numerics', data_id=did, needs=(prep, rms))
     return out
 
 # %% ../nbs/13_meta_dynamic.ipynb #ba5e2cfe
@@ -1046,7 +1100,7 @@ def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Pla
                 ls = learning_specs(tag, lm, ref, scale, ms['prep'], list(S.learn_seeds), LEARNERS if tag == 'wt2' else PTB_LEARNERS)
                 if tag == 'wt2': parts['pilot'] += [ls['rms'], *ls['pilot']]
                 parts['learning' if tag == 'wt2' else 'learning_ptb'] += [lm, ms['prep'], ls['static'], ls['rms']] + \
-                    ([ls['rms_free']] if tag == 'wt2' else []) + ls['learn']
+                    ([ls['rms_free']] if tag == 'wt2' else []) + ls['learn'] + ([ls['numerics']] if 'numerics' in ls else [])
     sp = SpeedExp(corpus=S.speed_corpus, model=S.speed_model, tokens=S.speed_tokens, stats_tokens=S.speed_stats_tokens,
                   rounds=S.speed_rounds, data_path=data_path)
     parts['speed'] = [Spec(eval_speed, sp, seeds[0], name='speed', data_id=data_identity(sp.corpus))]
