@@ -18,7 +18,7 @@ __all__ = ['NotebookParams', 'snapshot', 'read_params', 'fn_name', 'stable_key',
            'key_dict', 'content_key', 'data_identity', 'Spec', 'borrow', 'ckpt_home', 'stop_reason', 'fit_summary',
            'RunContext', 'ToyConfig', 'toy_regression', 'runs_dir', 'keep_weights', 'runs_command', 'carried_path',
            'carry_weights', 'ensure_carried', 'final_weights', 'best_checkpoint', 'CorruptRecordError', 'load_record',
-           'run_lock', 'lock_holder', 'execute', 'global_reads', 'adopt']
+           'run_lock', 'lock_holder', 'find_twin', 'execute', 'global_reads']
 
 # %% ../nbs/05_experiment.ipynb #3edf2536
 @dataclass
@@ -391,9 +391,29 @@ def _stage_so_far(ctx: 'RunContext') -> dict | None:
     hist = [json.loads(l) for l in ctx.log_path(st).read_text().splitlines() if l.strip()]
     return fit_summary(hist, ctx.caps.get(st, len(hist)), st) | dict(stop_reason='time limit (checkpointed)') if hist else None
 
+# %% ../nbs/05_experiment.ipynb #6bf9e465
+def find_twin(root: Path, spec: Spec) -> Path | None:
+    "A finished run in `root` with `spec`'s key and seed under another name (the same function, config, seed and data), or None."
+    if spec.extends is not None: return None
+    for d in sorted(Path(root).glob(f'*-s{spec.seed}-{spec.key}')):
+        if d.name == spec.folder: continue
+        try: rec = load_record(d)
+        except CorruptRecordError: continue
+        if rec and rec['status'] == 'done' and (rec['key'], rec['seed'], rec.get('extends')) == (spec.key, spec.seed, None): return d
+    return None
+
+def _from_twin(spec: Spec, d: Path, twin: Path) -> dict:
+    "Make `d` a copy of its finished twin's folder and checkpoints; the record names the twin (`twin_of`) and keeps its provenance."
+    for f in twin.iterdir():
+        if f.name not in ('.lock', '.session', 'record.json'): shutil.copytree(f, d/f.name, dirs_exist_ok=True) if f.is_dir() else shutil.copy2(f, d/f.name)
+    if ckpt_home(twin).exists(): shutil.copytree(ckpt_home(twin), ckpt_home(d), dirs_exist_ok=True)
+    rec = load_record(twin) | dict(name=spec.name, twin_of=twin.name)
+    write_json(d/'record.json', rec)
+    return rec
+
 # %% ../nbs/05_experiment.ipynb #3f19b0ed
 def execute(spec: Spec, root: Path, *, deadline: float | None = None, rerun: bool = False, device=None) -> dict:
-    """Run `spec` in `root/<spec.folder>` unless it has a finished record; returns its record (status done or incomplete).
+    """Run `spec` in `root/<spec.folder>` unless it has a finished record (or a finished twin: `find_twin`); returns its record (status done or incomplete).
     The run folder is locked while it runs (a second process on it waits, then finds it done)."""
     root = Path(root); d = root/spec.folder
     rec = load_record(d)
@@ -401,6 +421,7 @@ def execute(spec: Spec, root: Path, *, deadline: float | None = None, rerun: boo
     with run_lock(d):
         rec = load_record(d)                                           # what the process we waited for left
         if rec is not None and rec['status'] == 'done' and not rerun: return rec
+        if rec is None and not rerun and (twin := find_twin(root, spec)) is not None: return _from_twin(spec, d, twin)   # the same run under another name
         return _execute_locked(spec, root, d, rec, deadline, rerun, device)
 
 # %% ../nbs/05_experiment.ipynb #46f53ff7
@@ -458,27 +479,3 @@ def global_reads(ns: dict) -> dict[str, list[str]]:
         bad = set(); scan(f.__code__, bad)
         if bad: out[name] = sorted(bad)
     return out
-
-# %% ../nbs/05_experiment.ipynb #38ca9fb2
-def _last_clean_run(lines: list[dict]) -> list[dict]:
-    "The epochs of the last training run in a log that earlier runs may have appended to (epochs restart at 1)."
-    start = max((i for i, l in enumerate(lines) if l.get('epoch') == 1), default=0)
-    return lines[start:]
-
-def adopt(spec: Spec, root: Path, old_record: Path, old_log: Path | None, epoch_cap: int, stage: str = 'train') -> dict:
-    "Write `spec`'s run folder from an old-style record and log (metrics, history, provenance kept)."
-    old = json.loads(Path(old_record).read_text())
-    hist = _last_clean_run([json.loads(l) for l in Path(old_log).read_text().splitlines() if l.strip()]) if old_log and Path(old_log).exists() else []
-    d = Path(root)/spec.folder; d.mkdir(parents=True, exist_ok=True)
-    if hist: (d/f'{stage}.log.jsonl').write_text(''.join(json.dumps(_jsonable({k: v for k, v in h.items() if k != 'time'})) + '\n' for h in hist))
-    fs = fit_summary(hist, epoch_cap, stage) if hist else dict(stage=stage, epochs=old['metrics'].get('epochs'), epoch_cap=epoch_cap,
-                                                               best_epoch=old['metrics'].get('best_epoch'), stop_reason='unknown', train_time_s=0.)
-    if not hist: fs['train_time_s'] = old['metrics'].get('train_time_s', 0.)
-    rec = dict(name=spec.name, key=spec.key, fn=fn_name(spec.fn), config=config_dict(spec.cfg), seed=spec.seed, data_id=spec.data_id,
-               extends=spec.extends.folder if spec.extends else None, status='done', metrics=old['metrics'],
-               epochs=fs['epochs'], best_epoch=fs['best_epoch'], stop_reason=fs['stop_reason'], stages=[fs],
-               train_time_s=fs['train_time_s'], wall_time_s=None, sessions=1,
-               note=f'adopted from {Path(old_record).name} (recorded before the experiment layer; the wall time it recorded was the notebook\'s, not the run\'s)',
-               provenance=old.get('provenance', {}))
-    write_json(d/'record.json', rec)
-    return rec

@@ -19,7 +19,7 @@ from pathlib import Path
 import torch
 from .registry import check_scale, get_device, markdown_table
 from .train import Interrupted
-from .experiment import CorruptRecordError, Spec, _snapshot_dir, ckpt_home, ensure_carried, execute, fn_name, load_record, lock_holder, runs_dir
+from .experiment import CorruptRecordError, Spec, _snapshot_dir, ckpt_home, ensure_carried, execute, find_twin, fn_name, load_record, lock_holder, runs_dir
 
 # %% ../nbs/05c_plan.ipynb #2c3ddca9
 def _worker_init(threads: int | None):
@@ -283,7 +283,7 @@ def _run_hours(r: dict) -> float | None:
 
 # %% ../nbs/05c_plan.ipynb #dbedbdd6
 def _status_rows(self: Plan, parts=None) -> list[dict]:
-    """One row per run of `parts` (default all, with what they need), read from disk: done, incomplete or not started, with epochs
+    """One row per run of `parts` (default all, with what they need), read from disk: done, incomplete, not started or a finished twin's copy to be, with epochs
     and why it stopped; a run not done has `est_h`, the median hours of the same run's finished seeds (None without one)."""
     rows, names, hours, specs, when = [], [], {}, self.specs(parts), {}
     for s in specs:
@@ -292,7 +292,8 @@ def _status_rows(self: Plan, parts=None) -> list[dict]:
         except CorruptRecordError as e: r = dict(status='corrupt'); print(e, flush=True)
         status = r.get('status') if r.get('status') not in (None, 'incomplete') else None
         if status is None and (who := lock_holder(d)): status = f'running ({who})'
-        status = status or r.get('status') or ('interrupted (checkpointed)' if ckpt_home(d).exists() else 'not started')
+        status = status or r.get('status') or ('interrupted (checkpointed)' if ckpt_home(d).exists() else
+                                               f'twin of {t.name} (copied when run)' if (t := find_twin(d.parent, s)) else 'not started')
         if status == 'done' and (h := _run_hours(r)): hours.setdefault(s.name, []).append(h)
         names.append(s.name)
         if status == 'done' and (date := (r.get('provenance') or {}).get('date')): when[s.folder] = datetime.fromisoformat(date)
