@@ -399,7 +399,7 @@ def find_twin(root: Path, spec: Spec) -> Path | None:
         if d.name == spec.folder: continue
         try: rec = load_record(d)
         except CorruptRecordError: continue
-        if rec and rec['status'] == 'done' and (rec['key'], rec['seed'], rec.get('extends')) == (spec.key, spec.seed, None): return d
+        if rec and rec['status'] == 'done' and (rec.get('key'), rec.get('seed'), rec.get('extends')) == (spec.key, spec.seed, None): return d
     return None
 
 def _from_twin(spec: Spec, d: Path, twin: Path) -> dict:
