@@ -849,6 +849,7 @@ def running_gap(a, b, sizes, points: int = 40) -> tuple[list, int]:
     over = (gap.abs() > 1e-4).nonzero()
     return [(int(n[i]), float(gap[i])) for i in idx], int(n[over[0, 0] - 1]) if len(over) and over[0, 0] > 0 else (0 if len(over) else int(n[-1]))
 
+# %% ../nbs/13_meta_dynamic.ipynb #88f6141a
 @dataclass
 class NumericsExp:
     "The learner at step 0 against the RMS rule it starts as, in each of `dtypes` (a reading of the arithmetic floor)."
@@ -859,6 +860,7 @@ class NumericsExp:
     dtypes: tuple = ('float32', 'float64')
     points: int = 40                   # points of the running gap along the test text
 
+# %% ../nbs/13_meta_dynamic.ipynb #8d4faf3d
 def numerics(cfg: NumericsExp, seed: int, ctx: RunContext) -> dict:
     """RMS dynamic evaluation (`rms_update`) and the learner at step 0 (`meta_update`, as the learning runs score it) on the whole
     test text, model, statistics and Fisher in each of `cfg.dtypes`: `<dtype>/rms_ppl`, `<dtype>/learner_ppl`, `<dtype>/gap_pct`
