@@ -120,6 +120,8 @@ class Plan:
         if self.scale == 'smoke':                  # smoke runs test the code: never served from a cache, but a run another paper's
             rerun = {s.folder for s in self.specs(parts) if s.home in (None, self.paper)}   # plan owns is reused: that notebook may be reading it now
         def again(s: Spec) -> bool: return rerun is True or bool(rerun) and s.folder in rerun
+        def late(s: Spec) -> bool:   # past the deadline; never a run a finished twin gives (copied, not trained: a render makes it)
+            return deadline is not None and time.time() >= deadline and (again(s) or load_record(self.dir(s)) is not None or find_twin(self.dir(s).parent, s) is None)
         specs = self.specs(parts)
         margin = margin_s if margin_s is not None else (min(120., 0.05 * time_limit_s) if time_limit_s else 0.)
         deadline = t0 + time_limit_s - margin if time_limit_s is not None else None   # 0: start nothing, read the records
@@ -147,7 +149,7 @@ class Plan:
                   + (f' ({", ".join(reused)})' if reused and len(reused) <= 8 else '') + (f', {len(todo)} to run' if todo else ', nothing to run'), flush=True)
         if workers <= 1 or len(todo) <= 1:
             for s in todo:
-                if deadline is not None and time.time() >= deadline or not self._ready(s, records): remaining.append(s); continue
+                if late(s) or not self._ready(s, records): remaining.append(s); continue
                 records[s.folder] = execute(s, self.dir(s).parent, deadline=deadline, rerun=again(s), device=device)
                 if progress: print(_run_line(records[s.folder], s))
         else:
@@ -160,7 +162,7 @@ class Plan:
                 for wave in todo:
                     futs = {}
                     for i, s in enumerate(wave):
-                        if deadline is not None and time.time() >= deadline or not self._ready(s, records): remaining.append(s); continue
+                        if late(s) or not self._ready(s, records): remaining.append(s); continue
                         dev = f'cuda:{i % ngpu}' if ngpu else device
                         futs[ex.submit(_worker_run, s, str(self.dir(s).parent), deadline, again(s), dev)] = s
                     for f in as_completed(futs):
