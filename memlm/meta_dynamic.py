@@ -19,13 +19,14 @@ from .evaluate import dynamic_evaluate, DynEvalConfig, gradient_stats, grad_eval
 __all__ = ['BUCKET', 'FEATURES', 'GATES', 'COMPILE_MIN', 'METHODS', 'ADAM', 'AWD_SGD', 'SCALES', 'PARTS', 'META_VARIANTS',
            'INITS', 'PILOT_LRS', 'META_BUDGET', 'LEARNERS', 'PTB_LEARNERS', 'LEARN_READINGS', 'LEARN_READING_KEYS',
            'COMPARISONS', 'FIG2_PAIRS', 'squash', 'buckets', 'flat', 'unflat', 'meta_constants', 'MetaConfig',
-           'MetaLearner', 'meta_update', 'no_update', 'recording', 'fisher_diagonal', 'MetaTrainConfig', 'saved_bytes',
-           'unroll_plain', 'unroll_checkpointed', 'rotate_stream', 'meta_train', 'curve_stop', 'tune_dyneval',
-           'peak_rss_mb', 'segment_starts', 'article_effects', 'smooth', 'CorpusExp', 'corpus_splits', 'LMExp',
-           'train_lm', 'trained_lm', 'full_corpus', 'CoreLMExp', 'core_lm', 'LMRef', 'load_lm', 'PrepExp', 'prepare',
-           'MethodExp', 'run_method', 'seed_free_start', 'step0_from_sibling', 'running_gap', 'NumericsExp', 'numerics',
-           'SpeedExp', 'eval_speed', 'MetaDynScale', 'wt2_lm_config', 'method_specs', 'choose_budget', 'learner_name',
-           'learning_specs', 'make_plan', 'learning_summary', 'comparison', 'panel_losses', 'fig2_learning']
+           'MetaLearner', 'meta_update', 'no_update', 'recording', 'scored', 'fisher_diagonal', 'MetaTrainConfig',
+           'saved_bytes', 'unroll_plain', 'unroll_checkpointed', 'rotate_stream', 'meta_train', 'curve_stop',
+           'tune_dyneval', 'peak_rss_mb', 'segment_starts', 'article_effects', 'smooth', 'CorpusExp', 'corpus_splits',
+           'LMExp', 'train_lm', 'trained_lm', 'full_corpus', 'CoreLMExp', 'core_lm', 'LMRef', 'load_lm', 'PrepExp',
+           'prepare', 'MethodExp', 'run_method', 'seed_free_start', 'step0_from_sibling', 'running_gap', 'NumericsExp',
+           'numerics', 'SpeedExp', 'eval_speed', 'MetaDynScale', 'wt2_lm_config', 'method_specs', 'choose_budget',
+           'learner_name', 'learning_specs', 'make_plan', 'learning_summary', 'comparison', 'panel_losses',
+           'fig2_learning']
 
 # %% ../nbs/13_meta_dynamic.ipynb #1d7361ff
 BUCKET = 1 << 21   # coordinates per bucket: on a CPU, allocations above ~8 MB cost several times more per element
@@ -292,6 +293,12 @@ def recording(update, losses: list):
     def hook(model, params, grads, state):
         losses.append(state['loss']); update(model, params, grads, state)
     return hook
+
+def scored(model, data, cfg, update, stats=None, articles=None) -> dict:
+    "`dynamic_evaluate` with `update`, timed, with every segment's loss: its dict plus `time_s` and `losses` (floats)."
+    losses, t0 = [], time.perf_counter()
+    r = dynamic_evaluate(model, data, cfg, stats=stats, update=recording(update, losses), articles=articles)
+    return dict(r, time_s=time.perf_counter() - t0, losses=torch.stack(losses).double().tolist())
 
 # %% ../nbs/13_meta_dynamic.ipynb #138b49ff
 def fisher_diagonal(model,                 # the trained LM (θ₀)
@@ -773,18 +780,16 @@ def run_method(cfg: MethodExp, seed: int, ctx: RunContext) -> dict:
         elif cfg.measure_init:   # the same learner at step 0: what meta-training changed, on the choice half and on test
             torch.manual_seed(seed); l0 = MetaLearner(cfg.meta).to(ctx.device)
             def init_test():   # with every segment's loss where Figure 2 compares before and after
-                losses, up = [], meta_update(l0, F_)
-                r = dynamic_evaluate(model, test, dcfg, stats=stats, update=recording(up, losses) if cfg.save_segments else up, articles=tarts)
-                return dict(ppl=r['ppl'], losses=[round(x, 5) for x in torch.stack(losses).tolist()] if cfg.save_segments else None)
+                r = scored(model, test, dcfg, meta_update(l0, F_), stats, tarts)
+                return dict(ppl=r['ppl'], losses=[round(x, 5) for x in r['losses']] if cfg.save_segments else None)
             it = ctx.step('eval', 'init test', init_test); init_losses = it['losses']
             out.update(init_test_ppl=it['ppl'],
                        init_val_ppl=ctx.step('eval', 'init val', lambda: dynamic_evaluate(model, choice[0], dcfg, stats=stats, update=meta_update(l0, F_),
                                                                                          articles=choice[1])['ppl']) if choice is not None else None)
     else: raise ValueError(f"unknown method {cfg.method!r}: use one of 'static', 'sgd', 'rms', 'meta'")
     def score():   # the test text, timed, with every segment's loss where Figure 2 needs them
-        losses, t0 = [], time.perf_counter()
-        r = dynamic_evaluate(model, test, dcfg, stats=stats, update=recording(update, losses) if cfg.save_segments else update, articles=tarts)
-        return dict(r, time_s=time.perf_counter() - t0, losses=[round(x, 5) for x in torch.stack(losses).tolist()] if cfg.save_segments else None)
+        r = scored(model, test, dcfg, update, stats, tarts)
+        return dict(r, losses=[round(x, 5) for x in r['losses']] if cfg.save_segments else None)
     r = ctx.step('eval', 'test', score); t = r['time_s']
     if cfg.method in ('sgd', 'rms') and choice is not None: out['val_ppl'] = min(ppls)
     if cfg.method == 'static' and choice is not None: out['val_ppl'] = dynamic_evaluate(model, choice[0], dcfg, update=no_update, articles=choice[1])['ppl']
@@ -876,11 +881,8 @@ def numerics(cfg: NumericsExp, seed: int, ctx: RunContext) -> dict:
         stats['MS'], fisher = [m.to(dtype) for m in stats['MS']], [f.to(dtype) for f in fisher]
         torch.manual_seed(seed); learner = MetaLearner(cfg.meta).to(ctx.device, dtype)
         paths = dict(rms=rms_update, learner=meta_update(learner, fisher if cfg.meta.levels == 3 else None))
-        def score(update):
-            losses, t0 = [], time.perf_counter()
-            r = dynamic_evaluate(model, test, dcfg, stats=stats, update=recording(update, losses), articles=tarts)
-            return dict(ppl=r['ppl'], time_s=time.perf_counter() - t0, losses=torch.stack(losses).double().tolist())
-        r = {p: ctx.step('eval', f'{p} {dt}', functools.partial(score, u)) for p, u in paths.items()}
+        r = {p: ctx.step('eval', f'{p} {dt}', lambda u=u: {k: v for k, v in scored(model, test, dcfg, u, stats, tarts).items() if k in ('ppl', 'time_s', 'losses')})
+             for p, u in paths.items()}
         curve, agree = running_gap(r['learner']['losses'], r['rms']['losses'], sizes, cfg.points)
         out |= {f'{dt}/rms_ppl': r['rms']['ppl'], f'{dt}/learner_ppl': r['learner']['ppl'], f'{dt}/agree_tokens': agree, f'{dt}/curve': curve,
                 f'{dt}/gap_pct': 100 * (r['learner']['ppl'] / r['rms']['ppl'] - 1), f'{dt}/time_s': r['rms']['time_s'] + r['learner']['time_s']}

@@ -121,15 +121,16 @@ class Plan:
             rerun = {s.folder for s in self.specs(parts) if s.home in (None, self.paper)}   # plan owns is reused: that notebook may be reading it now
         def again(s: Spec) -> bool: return rerun is True or bool(rerun) and s.folder in rerun
         def late(s: Spec) -> bool:   # past the deadline; never a run a finished twin gives (copied, not trained: a render makes it)
-            return deadline is not None and time.time() >= deadline and (again(s) or load_record(self.dir(s)) is not None or find_twin(self.dir(s).parent, s) is None)
+            return deadline is not None and time.time() >= deadline and (again(s) or s.folder in started or find_twin(self.dir(s).parent, s) is None)
         specs = self.specs(parts)
         margin = margin_s if margin_s is not None else (min(120., 0.05 * time_limit_s) if time_limit_s else 0.)
         deadline = t0 + time_limit_s - margin if time_limit_s is not None else None   # 0: start nothing, read the records
         device = str(device or get_device())
-        records, remaining, corrupt, todo, elsewhere = {}, [], [], [], []
+        records, remaining, corrupt, todo, elsewhere, started = {}, [], [], [], [], set()   # started: a record, done or not
         for s in specs:
             try: rec = load_record(self.dir(s))
             except CorruptRecordError as e: corrupt.append(s); print(f'skipped: {e}', flush=True); continue
+            if rec is not None: started.add(s.folder)
             if rec is not None and rec['status'] == 'done' and not again(s): records[s.folder] = ensure_carried(s, self.dir(s), rec)
             elif not wait_locked and (who := lock_holder(self.dir(s))):   # another process trains it now: not waited for
                 elsewhere.append(s); print(f'{s.folder}: running elsewhere ({who}); not waited for', flush=True)
