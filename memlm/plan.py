@@ -284,10 +284,19 @@ def _run_hours(r: dict) -> float | None:
     t = max(r.get('train_time_s') or 0, r.get('wall_time_s') or 0)
     return t / 3600 if t else None
 
+# %% ../nbs/05c_plan.ipynb #d7fd3442
+def _hours_left(r: dict) -> float | None:
+    """Hours an interrupted run still needs, from its own record: the wall time per epoch so far times the epochs its started stages
+    have left (a stage not yet started adds nothing, so a fine-tuned run's figure is a floor); None without a stage record."""
+    st = r.get('stages') or []
+    done, left = sum(x.get('epochs') or 0 for x in st), sum(max((x.get('epoch_cap') or 0) - (x.get('epochs') or 0), 0) for x in st)
+    return r['wall_time_s'] / done * left / 3600 if done and left and r.get('wall_time_s') else None
+
 # %% ../nbs/05c_plan.ipynb #dbedbdd6
 def _status_rows(self: Plan, parts=None) -> list[dict]:
     """One row per run of `parts` (default all, with what they need), read from disk: done, incomplete, not started or a finished twin's copy to be, with epochs
-    and why it stopped; a run not done has `est_h`, the median hours of the same run's finished seeds (None without one)."""
+    and why it stopped; a run not done has `est_h`: what its own interrupted record says it has left (`_hours_left`), else the median
+    hours of the same run's finished seeds, else None."""
     rows, names, hours, specs, when = [], [], {}, self.specs(parts), {}
     for s in specs:
         d = self.dir(s)
@@ -303,9 +312,10 @@ def _status_rows(self: Plan, parts=None) -> list[dict]:
         rows.append(dict(run=s.folder, home=s.home or self.paper, status=status,
                          epochs=r.get('epochs') if status == 'done' else (_logged_epochs(d) if d.exists() else None),
                          stopped=r.get('stop_reason'), train_h=round(r['train_time_s'] / 3600, 2) if r.get('train_time_s') else None,
-                         est_h=None, device=(r.get('provenance') or {}).get('device')))
+                         est_h=None if status == 'done' else _hours_left(r), device=(r.get('provenance') or {}).get('device')))
     for row, name in zip(rows, names):
-        if row['status'] != 'done' and name in hours: row['est_h'] = round(statistics.median(hours[name]), 2)
+        if row['status'] != 'done' and row['est_h'] is None and name in hours: row['est_h'] = statistics.median(hours[name])
+        if row['est_h']: row['est_h'] = round(row['est_h'], 2)
     for row, s in zip(rows, specs):                   # a run made from a need that was trained again after it: its numbers are the old need's
         newer = [r.folder for r in s.needs if s.folder in when and when.get(r.folder, when[s.folder]) > when[s.folder]]
         if newer: row['status'] = f"stale ({', '.join(newer)} finished after it; RERUN=1)"
@@ -319,7 +329,7 @@ def plan_status(paper: str, scale: str, seeds=(0, 1, 2), data_path: str | None =
     n = {k: sum(r['status'] == k for r in rows) for k in dict.fromkeys(r['status'] for r in rows)}
     left = [r for r in rows if r['status'] != 'done']
     est = sum(r['est_h'] for r in left if r['est_h']); unknown = sum(not r['est_h'] for r in left)
-    eta = ((f"; left: about {est:.1f} h for {len(left) - unknown} runs whose other seeds finished (one process each; their devices are in the table)"
+    eta = ((f"; left: about {est:.1f} h for {len(left) - unknown} runs whose other seeds finished or that stopped part-way (one process each; their devices are in the table)"
             + (f", {unknown} without an estimate" if unknown else '')) if unknown < len(left) else f'; {len(left)} left, without an estimate') if left else ''
     return (markdown_table(rows, list(rows[0])) if rows else '_no runs_\n') + f"\n{paper} ({scale}): " + ', '.join(f'{v} {k}' for k, v in n.items()) + eta
 
