@@ -12,15 +12,15 @@ from .models import eval_mode
 from .tagging import NERBatch, NEROut
 
 # %% auto #0
-__all__ = ['LAYERS', 'NUMBER_ROWS', 'AUTHORS_RL', 'PREPOSITIONS', 'GLOVE_URL', 'NER_PILOT_EPOCHS', 'NER_EPOCHS', 'SCALES',
-           'PARTS', 'RingBuffer', 'SkipPolicy', 'SkipRecurrence', 'SkipTrace', 'SkipLSTM', 'lstm_from', 'reward_to_go',
-           'leave_one_out', 'returns', 'reinforce_loss', 'Reinforce', 'LSTMLayer', 'make_layer', 'SeqClassifier',
-           'pad_crop', 'classifier_reward', 'lm_reward', 'ner_reward', 'grad_norms_over_time', 'NumberExp',
-           'number_data', 'classify_eval', 'number_model', 'train_number', 'trained_number', 'Fig4Exp',
+__all__ = ['LAYERS', 'NUMBER_ROWS', 'AUTHORS_RL', 'PREPOSITIONS', 'GLOVE_URL', 'NER_PILOT_EPOCHS', 'NER_EPOCHS', 'NER_LR_FLOOR',
+           'SCALES', 'PARTS', 'RingBuffer', 'SkipPolicy', 'SkipRecurrence', 'SkipTrace', 'SkipLSTM', 'lstm_from',
+           'reward_to_go', 'leave_one_out', 'returns', 'reinforce_loss', 'Reinforce', 'LSTMLayer', 'make_layer',
+           'SeqClassifier', 'pad_crop', 'classifier_reward', 'lm_reward', 'ner_reward', 'grad_norms_over_time',
+           'NumberExp', 'number_data', 'classify_eval', 'number_model', 'train_number', 'trained_number', 'Fig4Exp',
            'fig4_grad_norms', 'PTBExp', 'ptb_model', 'train_ptb', 'trained_ptb', 'skip_arcs', 'Fig6Exp', 'fig6_skips',
-           'NERExp', 'load_glove', 'conll_data', 'sgd_momentum', 'train_ner', 'choose_ner_epochs', 'IMDBExp',
-           'imdb_root', 'imdb_data', 'imdb_splits', 'train_imdb', 'ThroughputExp', 'skip_throughput',
-           'DynamicSkipScale', 'missing_data', 'make_plan']
+           'NERExp', 'load_glove', 'conll_data', 'sgd_momentum', 'train_ner', 'choose_ner_epochs', 'last_gain',
+           'still_improving', 'lr_floor_epochs', 'IMDBExp', 'imdb_root', 'imdb_data', 'imdb_splits', 'train_imdb',
+           'ThroughputExp', 'skip_throughput', 'DynamicSkipScale', 'missing_data', 'make_plan']
 
 # %% ../nbs/14_dynamic_skip.ipynb #63611d90
 class RingBuffer:
@@ -432,7 +432,7 @@ def grad_norms_over_time(model: SeqClassifier, x: Tensor, y: Tensor) -> Tensor:
     return g / g.sum()
 
 # %% ../nbs/14_dynamic_skip.ipynb #5ef6d3e9
-import functools, re, tempfile
+import functools, math, re, tempfile
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -719,6 +719,19 @@ def choose_ner_epochs(dev_f1: list[float], gain: float = 0.2) -> int:
     best = [max(dev_f1[:i + 1]) for i in range(len(dev_f1))]
     return next(e + 1 for e in range(len(dev_f1)) if max(dev_f1[e:], default=-1) < best[e] + gain)
 
+# %% ../nbs/14_dynamic_skip.ipynb #24d370d0
+def last_gain(dev_f1: list[float], window: int = 10) -> float | None:
+    "How much a run's best dev F1 rose over its last `window` epochs (None for a run no longer than that)."
+    return max(dev_f1) - max(dev_f1[:-window]) if len(dev_f1) > window else None
+
+def still_improving(dev_f1: list[float], gain: float = 0.2, window: int = 10) -> bool:
+    "Whether a run's best dev F1 rose by `gain` or more over its last `window` epochs (the tolerance of `choose_ner_epochs`)."
+    return (g := last_gain(dev_f1, window)) is not None and g >= gain
+
+def lr_floor_epochs(decay: float, floor: float) -> int:
+    "The first epoch trained at `floor` x the initial lr or less, when the lr is divided by `decay` after every epoch (epoch 1 at the initial lr)."
+    return 1 + math.ceil(math.log(1 / floor) / math.log(decay) - 1e-9)
+
 # %% ../nbs/14_dynamic_skip.ipynb #d4fb2cf4
 @dataclass
 class IMDBExp:
@@ -808,6 +821,7 @@ def skip_throughput(cfg: ThroughputExp, seed: int, ctx: RunContext) -> dict:
 # %% ../nbs/14_dynamic_skip.ipynb #c72670f0
 NER_PILOT_EPOCHS = 80          # the schedule pilot's length (the lr divided by 1.05 every epoch: lr/50 by its end)
 NER_EPOCHS: int | None = 61    # Table 2's fixed number of epochs, as `choose_ner_epochs` reads it off the pilot (None: not yet)
+NER_LR_FLOOR = 0.01            # then on to the epoch where the lr is 1 % of its start (`lr_floor_epochs`): at the pilot's length Table 2's runs still climbed
 
 # %% ../nbs/14_dynamic_skip.ipynb #509e8eb4
 @dataclass(frozen=True)
@@ -830,6 +844,7 @@ class DynamicSkipScale:
     ner_epochs: int | None            # Table 2's epochs (None: NER_EPOCHS, read off the pilot; no Table 2 runs until it is set)
     ner_seeds: dict                   # seeds per row (a row not named: every seed)
     ner_former: dict | None           # NERExp fields of a former design's recorded runs (seeds 0, 1 of every row), kept as readings
+    ner_tail_epochs: int | None       # Table 2's runs go on from `ner_epochs` to this epoch, each from its own checkpoint (None: no tail)
     # Table 4, IMDB; throughput
     imdb: dict                        # IMDBExp fields
     throughput: dict                  # ThroughputExp fields
@@ -841,7 +856,7 @@ SCALES = {
         fig5_n_train=None, fig5_lams=(0.5, 1.0), fig5_Ks=(2, 10),
         ptb=dict(corpus='synthetic', nhid=32, dropout=0.2, epochs=1, max_steps=12, bptt=20, lr_decay=1.2, lr_decay_start=None),
         ptb_seeds=1, fig6_seed=None,
-        ner=dict(corpus='fixture', hidden=12, word_dim=16, patience=None, bucket=2), ner_pilot_epochs=3, ner_epochs=2, ner_seeds={}, ner_former=None,
+        ner=dict(corpus='fixture', hidden=12, word_dim=16, patience=None, bucket=2), ner_pilot_epochs=3, ner_epochs=2, ner_seeds={}, ner_former=None, ner_tail_epochs=3,
         imdb=dict(corpus='fixture', max_len=12, min_count=1, emb=8, hidden=8, epochs=1),
         throughput=dict(sizes=((64, 20, 35),), rounds=1, steps=2, lm_vocab=200, lm_hidden=64, lm_rounds=2)),
     'cpu': DynamicSkipScale(
@@ -851,17 +866,18 @@ SCALES = {
         ptb_seeds=2, fig6_seed=1,
         ner=dict(patience=None, bucket=10), ner_pilot_epochs=NER_PILOT_EPOCHS, ner_epochs=None, ner_seeds={**dict.fromkeys(LAYERS, 1), 'lstm': 3, 'dynamic': 3},
         ner_former=dict(epochs=15, patience=5),   # iid batches, early stopping: what bucketing is read against
+        ner_tail_epochs=lr_floor_epochs(NERExp.lr_decay, NER_LR_FLOOR),
         imdb=dict(epochs=5), throughput={}),
     'gpu': DynamicSkipScale(   # the paper's budgets
         number=dict(epochs=100), number_seeded_rows=None, long_epochs=100,
         fig5_n_train=None, fig5_lams=(0.25, 0.5, 0.75, 1.0), fig5_Ks=(1, 3, 5, 10),
         ptb={}, ptb_seeds=None, fig6_seed=None,
-        ner={}, ner_pilot_epochs=None, ner_epochs=50, ner_seeds={}, ner_former=None, imdb={}, throughput={}),
+        ner={}, ner_pilot_epochs=None, ner_epochs=50, ner_seeds={}, ner_former=None, ner_tail_epochs=None, imdb={}, throughput={}),
     'paper': DynamicSkipScale(
         number=dict(epochs=100), number_seeded_rows=None, long_epochs=100,
         fig5_n_train=None, fig5_lams=(0.25, 0.5, 0.75, 1.0), fig5_Ks=(1, 3, 5, 10),
         ptb={}, ptb_seeds=None, fig6_seed=None,
-        ner={}, ner_pilot_epochs=None, ner_epochs=50, ner_seeds={}, ner_former=None, imdb={}, throughput={})}
+        ner={}, ner_pilot_epochs=None, ner_epochs=50, ner_seeds={}, ner_former=None, ner_tail_epochs=None, imdb={}, throughput={})}
 
 # %% ../nbs/14_dynamic_skip.ipynb #d1ddb076
 PARTS = ('throughput', 'number', 'number_long', 'number_offset', 'number_offset_long', 'ptb', 'ner_schedule', 'ner', 'imdb', 'figures')
@@ -905,7 +921,10 @@ def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Pla
     parts['ner_schedule'] = [] if S.ner_pilot_epochs is None else [
         Spec(train_ner, replace(nerc, kind='lstm', epochs=S.ner_pilot_epochs), s0, name='ner_pilot', data_id=ner_id)]
     ner_epochs = NER_EPOCHS if S.ner_epochs is None else S.ner_epochs
-    parts['ner'] = [] if ner_epochs is None else [Spec(train_ner, replace(nerc, kind=k, epochs=ner_epochs), s, name=f'ner_{k}', data_id=ner_id)
+    def tail(s):   # the same run, on from its checkpoint at `ner_epochs` to `ner_tail_epochs`: the per-epoch decay goes on as if never stopped
+        if not S.ner_tail_epochs or S.ner_tail_epochs <= s.cfg.epochs: return s
+        return Spec(train_ner, replace(s.cfg, epochs=S.ner_tail_epochs), s.seed, name=s.name, data_id=ner_id, extends=s)
+    parts['ner'] = [] if ner_epochs is None else [tail(Spec(train_ner, replace(nerc, kind=k, epochs=ner_epochs), s, name=f'ner_{k}', data_id=ner_id))
                                                   for k in LAYERS for s in seeds[:S.ner_seeds.get(k, len(seeds))]]
 
     imdbc = IMDBExp(**S.imdb)
