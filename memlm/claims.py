@@ -134,7 +134,7 @@ def claim_verdicts(paper: str | None = None, scales=('paper', 'gpu', 'cpu')) -> 
                             sd=i['sd'], n=i['n'], n_declared=i['n_declared'], scale=i['scale'] or '', partial=bool(o and o['partial']),
                             larger=o and o.get('larger'), commit=o['commit'] if o else '', note=claim_note(c, o['scale']) if o else '',
                             result=c['result'], key=c['key'], **v))
-            if o is None and (fv := former_value(c, scales)): out[-1]['why'] = fv   # kept from a former recipe: said, not counted
+            if o is None and (w := former_value(c, scales) or c.get('pending')): out[-1]['why'] = w   # a former recipe's value (said, not counted), or what the row waits for
     return out
 
 # %% ../nbs/05b_claims.ipynb #e0dd2612
