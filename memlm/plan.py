@@ -208,9 +208,10 @@ def _run_item(it: str) -> tuple[str, int]:
 def _select(self: Plan, items: list[str]) -> Plan:
     """The plan of the runs named `'name:seed'` (or `'label:seed'`) in `items`, in that order, as one part 'selected'; unknown names
     fail with the valid ones. A name two parts share (a former recipe's runs kept beside the new ones) means the first part's run;
-    the other answers to its label."""
+    the other answers to its label. A run a part lists comes before one only reached as what another extends or needs (a longer
+    run keeps the name of the run it goes on from)."""
     by = {}
-    for s in self.specs():
+    for s in [s for p in self.part_names() for s in self.parts[p]] + self.specs():
         for n in dict.fromkeys((s.row, s.name)): by.setdefault((n, s.seed), s)   # a borrowed run answers to its name and its label
     names = sorted({n for n, _ in by})
     out = []
