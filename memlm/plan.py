@@ -6,8 +6,8 @@
 from __future__ import annotations
 
 # %% auto #0
-__all__ = ['Results', 'Plan', 'paper_plan', 'retired_runs', 'former_runs', 'run_named', 'plan_status', 'mean_sd', 'aggregate',
-           'paired_diff', 'row_metrics', 'run_lists', 'fmt_ms', 'matched_epochs', 'matched_epochs_plot']
+__all__ = ['Results', 'Plan', 'paper_plan', 'retired_runs', 'former_runs', 'run_named', 'run_log', 'plan_status', 'mean_sd',
+           'aggregate', 'paired_diff', 'row_metrics', 'run_lists', 'fmt_ms', 'matched_epochs', 'matched_epochs_plot']
 
 # %% ../nbs/05c_plan.ipynb #80229721
 import functools, json, math, multiprocessing as mp, statistics, time, traceback
@@ -275,6 +275,11 @@ def _record_or_warn(d: Path) -> dict | None:
 Plan.finished = _finished
 
 # %% ../nbs/05c_plan.ipynb #db67115c
+def run_log(d: Path, stage: str = 'train') -> list[dict]:
+    "The lines of a run's `<stage>.log.jsonl` in its folder `d`, one per epoch (none before its first)."
+    f = Path(d)/f'{stage}.log.jsonl'
+    return [json.loads(l) for l in f.read_text().splitlines() if l.strip()] if f.exists() else []
+
 def _logged_epochs(d: Path) -> int:
     "Epochs a run's logs hold (all stages): how far an unfinished run got."
     return sum(1 for f in d.glob('*.log.jsonl') for line in f.read_text().splitlines() if line.strip())
@@ -387,9 +392,7 @@ def matched_epochs(plan: 'Plan', a: list[Spec], b: list[Spec], key: str = 'val_p
     """Per epoch, `b − a` on validation paired by seed (relative: `100 (b/a − 1)`): epoch, mean, sd, n, lo, hi (95 % t-interval),
     over the seeds both arms have logged that far. `a`, `b`: the specs of the two arms (one per seed)."""
     from memlm.stats import t_interval
-    def curve(s):
-        f = plan.dir(s)/f'{stage}.log.jsonl'
-        return {h['epoch']: h[key] for h in map(json.loads, f.read_text().splitlines()) if key in h} if f.exists() else {}
+    def curve(s): return {h['epoch']: h[key] for h in run_log(plan.dir(s), stage) if key in h}
     A, B = {s.seed: curve(s) for s in a}, {s.seed: curve(s) for s in b}
     out = []
     for e in sorted({e for c in B.values() for e in c}):
