@@ -6,7 +6,7 @@
 from __future__ import annotations
 import csv, json
 from pathlib import Path
-from .registry import check_scale, results_dir, markdown_table, _fmt, json_float
+from .registry import SCALES, check_scale, results_dir, markdown_table, _fmt, json_float
 from .plan import former_runs, retired_runs
 
 # %% auto #0
@@ -30,6 +30,7 @@ def read_claims(claims_dir: Path | None = None) -> list[dict]:
                 where = f'{f.name} row {i + 2}'
                 t = parse_test(r['kind'], r['expect'], r['tol'], where)
                 if r['n'] and not r['n'].isdigit(): raise ValueError(f"{where}: n {r['n']!r} is not a number of seeds")
+                if r.get('scale') and r['scale'] not in SCALES: raise ValueError(f"{where}: scale {r['scale']!r} is not one of {', '.join(SCALES)}")
                 rows.append(dict(paper=f.stem, **r, test=t))
     return rows
 
@@ -126,7 +127,8 @@ def claim_verdicts(paper: str | None = None, scales=('paper', 'gpu', 'cpu')) -> 
     claims = [c for c in read_claims() if paper is None or c['paper'] == paper]
     for pp in dict.fromkeys(c['paper'] for c in claims):
         cs = [c for c in claims if c['paper'] == pp]
-        vals = [claim_value(c, scales) for c in cs]
+        at = lambda c: tuple(s for s in scales if s == c['scale']) if c.get('scale') else scales   # a row about one scale reads that one only
+        vals = [claim_value(c, at(c)) for c in cs]
         ins = [dict(test=c['test'], paper=_num(c['paper_value']), n_declared=int(c['n']) if c['n'] else None,
                     value=o and o['value'], sd=o and o['sd'], n=o and o['n'], scale=o and o['scale']) for c, o in zip(cs, vals)]
         for c, o, i, v in zip(cs, vals, ins, decide(ins)):
@@ -134,7 +136,7 @@ def claim_verdicts(paper: str | None = None, scales=('paper', 'gpu', 'cpu')) -> 
                             sd=i['sd'], n=i['n'], n_declared=i['n_declared'], scale=i['scale'] or '', partial=bool(o and o['partial']),
                             larger=o and o.get('larger'), commit=o['commit'] if o else '', note=claim_note(c, o['scale']) if o else '',
                             result=c['result'], key=c['key'], **v))
-            if o is None and (w := former_value(c, scales) or c.get('pending')): out[-1]['why'] = w   # a former recipe's value (said, not counted), or what the row waits for
+            if o is None and (w := former_value(c, at(c)) or c.get('pending')): out[-1]['why'] = w   # a former recipe's value (said, not counted), or what the row waits for
     return out
 
 # %% ../nbs/05b_claims.ipynb #e0dd2612
@@ -248,10 +250,10 @@ def write_results(path: Path | None = None, figs: Path | None = None, papers: li
 
 # %% ../nbs/05b_claims.ipynb #e4c382ae
 def unrecorded_claims(paper: str, scale: str) -> list[str]:
-    "Claims of `paper` whose record exists at `scale` but does not hold the claim's key."
+    "Claims of `paper` (those about `scale` or any scale) whose record exists at `scale` but does not hold the claim's key."
     out = []
     for c in read_claims():
-        if c['paper'] != paper: continue
+        if c['paper'] != paper or c.get('scale') not in (None, '', scale): continue   # a row about another scale
         p = results_dir()/check_scale(scale)/paper/f"{c['result']}.json"
         if p.exists() and c['key'] not in json.loads(p.read_text()).get('metrics', {}): out.append(f"{c['claim']} ({c['result']}: {c['key']})")
     return out
