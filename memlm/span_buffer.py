@@ -652,7 +652,7 @@ def screen_specs(main: Spec, epochs: int) -> list[Spec]:
 
 # %% ../nbs/10_span_buffer.ipynb #768bd6cc
 FORM_ETAS: dict | None = {'log': 0.1, 'expected': 0.03, 'sampled': 1.}   # each reward form's eta, as `choose_form_etas` reads it off the recorded screen
-READING: tuple | None = None    # (reward form, eta) of every cpu +SNB run: the full-length form run with the lowest validation ppl (None: not chosen)
+READING: tuple | None = None    # (reward form, eta) of the +SNB runs at cpu, gpu and paper scale: the cpu form run with the lowest validation ppl (None: not chosen)
 CLIP_EXTRA = 0.25               # the clipping reading: the policy's gradient clipped to this norm on its own (AWD-LSTM's clip, the LM's)
 
 def _printed(main: Spec, scale: str) -> Spec:
@@ -807,7 +807,7 @@ def lm_configs(scale: str, corpus: str = 'ptb', data_path: str | None = None) ->
     if soft is None: soft = core.awd_configs('cpu')[0].model   # the core's cpu AWD-LSTM
     if isinstance(mos, dict): mos = AWDLSTMConfig.mos_cpu(vocab_size=soft.vocab_size, nlayers=soft.nlayers, **mos)
     snb = SNBConfig(**snb)
-    if scale == 'cpu' and READING is not None: snb = replace(snb, reward_form=READING[0], eta=READING[1])   # the chosen reward reading
+    if scale != 'smoke' and READING is not None: snb = replace(snb, reward_form=READING[0], eta=READING[1])   # the reading chosen at cpu, every real scale's default
     base = dict(corpus=corpus if synth is None else 'synthetic', synth=synth, finetune_epochs=S.finetune_epochs, eval_bptt=S.eval_bptt, data_path=data_path)
     return dict(awd=SNBExp(model=soft, snb=None, train=_train_cfg(scale), **base), awd_snb=SNBExp(model=soft, snb=snb, train=_train_cfg(scale), **base),
                 mos=SNBExp(model=mos, snb=None, train=_train_cfg(scale, True), **base), mos_snb=SNBExp(model=mos, snb=snb, train=_train_cfg(scale, True), **base))
