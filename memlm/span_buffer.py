@@ -23,7 +23,7 @@ __all__ = ['POLICIES', 'REWARD_FORMS', 'PARTS', 'SCREEN_ETAS', 'FORM_ETAS', 'REA
            'SynthConfig', 'RecallConfig', 'lm_corpus', 'SNBExp', 'build_lm', 'train_lm', 'trained_lm', 'DynEvalExp',
            'dyneval_lm', 'SnapshotExp', 'snapshot_lm', 'MixtureFloorLM', 'WholeMixtureLM', 'ThroughputExp',
            'reward_grad_ratio', 'snb_throughput', 'screen_specs', 'form_specs', 'screen_last_ppl', 'choose_form_etas',
-           'SNBScale', 'lm_configs', 'make_plan']
+           'synth_diagnostics', 'recall_variants', 'SNBScale', 'lm_configs', 'make_plan']
 
 # %% ../nbs/10_span_buffer.ipynb #62399e8a
 POLICIES = ('gate', 'rnn', 'buffer', 'oracle')   # evaluation policies: Eq. 9 with the gate; λ≡0; λ≡1; max(p, q) (a bound)
@@ -711,6 +711,19 @@ RECALL_VARIANTS = {   # the models of the recall check: name -> (change from its
     'snb_eta0_no_rnn_minus_gate_xi': (dict(eta=0., rnn_minus=False, gate_input='h_xi'), '+ SNB, η = 0, w/o RNN-minus, the gate sees [h_t; ξ_t] (ours)'),
     'snb_eta_cpu': (dict(eta=CPU_ETA), f'+ SNB, η = {CPU_ETA:g} (the cpu PTB choice)')}
 
+# %% ../nbs/10_span_buffer.ipynb #6689d6ec
+def synth_diagnostics() -> dict:
+    "`SYNTH_DIAGNOSTICS`, with the chosen reward reading (`READING`) as `'reading'` once there is one."
+    if READING is None: return dict(SYNTH_DIAGNOSTICS)
+    f, e = READING
+    return SYNTH_DIAGNOSTICS | {'reading': ('synth_snb_reading', dict(reward_form=f, eta=e), f'the chosen reward reading ({f}, η = {e:g})')}
+
+def recall_variants() -> dict:
+    "`RECALL_VARIANTS`, with the +SNB on the chosen reward reading (`READING`) as `'snb_reading'` once there is one."
+    if READING is None: return dict(RECALL_VARIANTS)
+    f, e = READING
+    return RECALL_VARIANTS | {'snb_reading': (dict(reward_form=f, eta=e), f'+ SNB, the chosen reward reading ({f}, η = {e:g})')}
+
 # %% ../nbs/10_span_buffer.ipynb #a6f55d29
 @dataclass(frozen=True, kw_only=True)
 class SNBScale:
@@ -852,13 +865,13 @@ def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Pla
     sy, sm, st, ss = SynthConfig(**S.check_corpus), S.check_model, TrainConfig(**S.check_train), SNBConfig(**S.check_snb)
     syn = [Spec(train_lm, SNBExp('synthetic', sm, snb, st, synth=sy, eval_bptt=70, test_batch_size=10), s, name=n)
            for s in seeds[:1] for n, snb in (('synth_base', None), ('synth_snb', ss),         # the check, then its diagnostics
-                                             *((n, replace(ss, **kw)) for n, kw, _ in SYNTH_DIAGNOSTICS.values()))]
+                                             *((n, replace(ss, **kw)) for n, kw, _ in synth_diagnostics().values()))]
     # the recall check: the moment a phrase repeats is observable (a REP marker), its words lie `gap` > BPTT back, in the buffer
     rc, rs = RecallConfig(**S.recall), replace(ss, buffer_size=S.recall_buffer)
     # three corpora, the repeat always beyond the BPTT window: one word echoed where it first appears, one word, a phrase of 4 words
     corpora = {'recall1_echo': replace(rc, phrase_len=1, echo=True),   # one word, echoed once when it first appears: an LM's state then holds it
                'recall1': replace(rc, phrase_len=1), 'recall': rc}
-    variants = {v: None if kw is None else replace(rs, **kw) for v, (kw, _) in RECALL_VARIANTS.items()}
+    variants = {v: None if kw is None else replace(rs, **kw) for v, (kw, _) in recall_variants().items()}
     runs_on = {'recall1_echo': list(variants), 'recall1': ['base', 'snb_eta0_no_rnn_minus'], 'recall': ['base', 'snb_eta0']}
     recall = [Spec(train_lm, SNBExp('synthetic', sm, variants[v], st, synth=corpora[c], eval_bptt=70, test_batch_size=10), s, name=f'{c}_{v}')
               for s in seeds[:1] for c in corpora for v in runs_on[c]]
