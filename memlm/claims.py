@@ -11,8 +11,8 @@ from .plan import former_runs, retired_runs
 
 # %% auto #0
 __all__ = ['CLAIM_COLUMNS', 'COUNTED', 'TESTED', 'read_claims', 'declare_seeds', 'claim_value', 'former_value', 'trained_at',
-           'claim_note', 'claim_verdicts', 'summary_rows', 'summary_markdown', 'paper_status', 'claim_line', 'headline',
-           'claim_lines', 'claims_forest', 'write_results', 'unrecorded_claims']
+           'unequal_schedules', 'claim_note', 'claim_verdicts', 'summary_rows', 'summary_markdown', 'paper_status',
+           'claim_line', 'headline', 'claim_lines', 'claims_forest', 'write_results', 'unrecorded_claims']
 
 # %% ../nbs/05b_claims.ipynb #23eae526
 CLAIM_COLUMNS = ('claim', 'paper_value', 'result', 'key', 'kind', 'expect', 'tol', 'n', 'n_basis', 'note')
@@ -82,7 +82,7 @@ def claim_value(c: dict, scales=('paper', 'gpu', 'cpu'), retired=retired_runs) -
         if former_runs(rec, c['paper'], s, retired): continue
         m = rec['metrics']
         o = dict(value=v, sd=json_float(m.get(f"{c['key']}_std")), n=m.get(f"{c['key']}_n"), scale=s, partial=bool(rec.get('missing')),
-                 commit=trained_at(rec, p.parent))
+                 commit=trained_at(rec, p.parent), unequal=unequal_schedules(rec, p.parent))
         if not o['partial']: return o | dict(larger=partial)   # `missing`: some of the record's runs are unfinished
         partial = partial or o
     return partial
@@ -101,6 +101,15 @@ def trained_at(rec: dict, paper_dir: Path) -> str:
     provs = [json.loads(f.read_text()).get('provenance', {}) for f in (paper_dir/'runs'/r/'record.json' for r in rec.get('runs') or [])
              if f.exists()] or [rec.get('provenance', {})]
     return ', '.join(dict.fromkeys((p.get('commit') or '?')[:8] + ('+dirty' if p.get('dirty') else '') for p in provs))
+
+def unequal_schedules(rec: dict, paper_dir: Path) -> str | None:
+    """Why the runs behind an aggregated record did not all train on one schedule: some stopped early on their own validation
+    curves (`stop_reason` 'patience') and their lengths differ (None: one fixed schedule, or runs that do not train)."""
+    runs = [json.loads(f.read_text()) for f in (paper_dir/'runs'/r/'record.json' for r in rec.get('runs') or []) if f.exists()]
+    eps = [r['epochs'] for r in runs if r.get('epochs') is not None]
+    early = sum(r.get('stop_reason') == 'patience' for r in runs)
+    if not early or len(set(eps)) < 2: return None
+    return f"{early} of its {len(runs)} runs stopped early on their own validation curves; {min(eps)}-{max(eps)} epochs"
 
 # %% ../nbs/05b_claims.ipynb #b96f90c3
 def claim_note(c: dict, scale: str) -> str:
@@ -130,12 +139,12 @@ def claim_verdicts(paper: str | None = None, scales=('paper', 'gpu', 'cpu')) -> 
         at = lambda c: tuple(s for s in scales if s == c['scale']) if c.get('scale') else scales   # a row about one scale reads that one only
         vals = [claim_value(c, at(c)) for c in cs]
         ins = [dict(test=c['test'], paper=_num(c['paper_value']), n_declared=int(c['n']) if c['n'] else None,
-                    value=o and o['value'], sd=o and o['sd'], n=o and o['n'], scale=o and o['scale']) for c, o in zip(cs, vals)]
+                    value=o and o['value'], sd=o and o['sd'], n=o and o['n'], scale=o and o['scale'], unequal=o and o.get('unequal')) for c, o in zip(cs, vals)]
         for c, o, i, v in zip(cs, vals, ins, decide(ins)):
             out.append(dict(paper=pp, claim=c['claim'], kind=c['test'].kind, expect=c['expect'], paper_value=i['paper'], value=i['value'],
                             sd=i['sd'], n=i['n'], n_declared=i['n_declared'], scale=i['scale'] or '', partial=bool(o and o['partial']),
                             larger=o and o.get('larger'), commit=o['commit'] if o else '', note=claim_note(c, o['scale']) if o else '',
-                            result=c['result'], key=c['key'], **v))
+                            result=c['result'], key=c['key'], unequal=i['unequal'], **v))
             if o is None and (w := former_value(c, at(c)) or c.get('pending')): out[-1]['why'] = w   # a former recipe's value (said, not counted), or what the row waits for
     return out
 
@@ -187,6 +196,7 @@ def claim_line(r: dict) -> str:
     short = r['verdict'] == 'inconclusive' and r.get('n_declared') and (r['n'] or 1) < r['n_declared']
     need = f", its declared n={r['n_declared']} not yet reached" if short else '' if r['verdict'] != 'inconclusive' or not r['seeds_needed'] else \
         (f", though {r['seeds_needed']} seeds had the power for the paper's effect" if r.get('powered') else f", about {r['seeds_needed']} seeds would decide it")
+    if r['verdict'] == 'inconclusive' and r.get('unequal'): need = ': its arms trained for different lengths (early stopping), not on one fixed schedule'
     where = r['scale'] + ' scale' + (', partial' if r.get('partial') else '') + (f", n={r['n']}" if r['n'] else ', one run')
     return f"{r['claim']}: {paper}ours {_fmt(r['value'])}{ci} at {where}: **{r['verdict']}**{need}"
 

@@ -119,7 +119,8 @@ def seeds_needed(delta: float | None, sd: float | None, alpha: float = ALPHA, ta
 # %% ../nbs/05a_stats.ipynb #c7849356
 def decide(claims: list[dict], alpha: float = ALPHA) -> list[dict]:
     """Verdicts for one paper's claims. Each claim: `test` (a `Test`), `paper` (its number or None), `n_declared`, and ours:
-    `value`, `sd`, `n`, `scale` (value None: not run). Returns, per claim: verdict, ci, p, why, seeds_needed, ratio."""
+    `value`, `sd`, `n`, `scale` (value None: not run), and optionally `unequal` (why its arms did not train on one schedule: undecided,
+    out of Holm's family). Returns, per claim: verdict, ci, p, why, seeds_needed, ratio."""
     out, ps = [], []
     for c in claims:
         t, v, sd, n, nd = c['test'], c.get('value'), c.get('sd'), c.get('n') or 1, c.get('n_declared')
@@ -132,6 +133,10 @@ def decide(claims: list[dict], alpha: float = ALPHA) -> list[dict]:
         elif t.kind == 'target': r['verdict'] = 'met' if (v <= t.x if t.side == '<' else v >= t.x) else 'missed'
         elif not (math.isfinite(v) and (sd is None or math.isfinite(sd))):   # a run diverged: no interval, nothing to test
             r['verdict'], r['why'] = 'inconclusive', f'not finite ({v:g}): a run diverged, so there is no interval'
+        elif (u := c.get('unequal')) and t.kind in ('effect', 'equivalence'):   # its arms trained for different lengths: not a fair comparison
+            r['ci'] = t_interval(v, sd, n)
+            r['verdict'], r['why'] = 'inconclusive', (f'its arms trained for different lengths ({u}), not on one fixed schedule: '
+                                                      'no interval decides it until they train on one')
         else:
             r['ci'] = t_interval(v, sd, n)
             ref = c.get('paper') if t.kind == 'effect' else (t.x if t.kind == 'threshold' else None)
