@@ -142,7 +142,8 @@ def claim_verdicts(paper: str | None = None, scales=('paper', 'gpu', 'cpu')) -> 
                     value=o and o['value'], sd=o and o['sd'], n=o and o['n'], scale=o and o['scale'], unequal=o and o.get('unequal')) for c, o in zip(cs, vals)]
         for c, o, i, v in zip(cs, vals, ins, decide(ins)):
             out.append(dict(paper=pp, claim=c['claim'], kind=c['test'].kind, expect=c['expect'], paper_value=i['paper'], value=i['value'],
-                            sd=i['sd'], n=i['n'], n_declared=i['n_declared'], scale=i['scale'] or '', partial=bool(o and o['partial']),
+                            sd=i['sd'], n=i['n'], n_declared=i['n_declared'], scale=i['scale'] or '',
+                            partial=bool(o and o['partial'] and not (i['n_declared'] and (i['n'] or 1) >= i['n_declared'])),   # its own seeds complete: not partial
                             larger=o and o.get('larger'), commit=o['commit'] if o else '', note=claim_note(c, o['scale']) if o else '',
                             result=c['result'], key=c['key'], unequal=i['unequal'], **v))
             if o is None and (w := former_value(c, at(c)) or c.get('pending')): out[-1]['why'] = w   # a former recipe's value (said, not counted), or what the row waits for
