@@ -10,9 +10,10 @@ from .registry import SCALES, check_scale, results_dir, markdown_table, _fmt, js
 from .plan import former_runs, retired_runs
 
 # %% auto #0
-__all__ = ['CLAIM_COLUMNS', 'COUNTED', 'TESTED', 'read_claims', 'declare_seeds', 'claim_value', 'former_value', 'trained_at',
-           'unequal_schedules', 'claim_note', 'claim_verdicts', 'summary_rows', 'summary_markdown', 'paper_status',
-           'claim_line', 'headline', 'claim_lines', 'claims_forest', 'write_results', 'unrecorded_claims']
+__all__ = ['CLAIM_COLUMNS', 'EARLY_STOPS', 'COUNTED', 'TESTED', 'read_claims', 'declare_seeds', 'claim_value', 'former_value',
+           'trained_at', 'unequal_schedules', 'claim_note', 'claim_verdicts', 'summary_rows', 'summary_markdown',
+           'paper_status', 'claim_line', 'headline', 'claim_lines', 'claims_forest', 'write_results',
+           'unrecorded_claims']
 
 # %% ../nbs/05b_claims.ipynb #23eae526
 CLAIM_COLUMNS = ('claim', 'paper_value', 'result', 'key', 'kind', 'expect', 'tol', 'n', 'n_basis', 'note')
@@ -102,14 +103,17 @@ def trained_at(rec: dict, paper_dir: Path) -> str:
              if f.exists()] or [rec.get('provenance', {})]
     return ', '.join(dict.fromkeys((p.get('commit') or '?')[:8] + ('+dirty' if p.get('dirty') else '') for p in provs))
 
+EARLY_STOPS = ('patience', 'finetune converged', 'time budget', 'callback')   # stop reasons (`memlm.experiment.stop_reason`) other than the cap
+
 def unequal_schedules(rec: dict, paper_dir: Path) -> str | None:
-    """Why the runs behind an aggregated record did not all train on one schedule: some stopped early on their own validation
-    curves (`stop_reason` 'patience') and their lengths differ (None: one fixed schedule, or runs that do not train)."""
+    """Why the runs behind an aggregated record did not all train on one schedule: some stopped before their epoch cap by a rule
+    of their own (early stopping on validation, fine-tuning converged, a time budget) and their lengths differ (None: one fixed
+    schedule, or runs that do not train)."""
     runs = [json.loads(f.read_text()) for f in (paper_dir/'runs'/r/'record.json' for r in rec.get('runs') or []) if f.exists()]
     eps = [r['epochs'] for r in runs if r.get('epochs') is not None]
-    early = sum(r.get('stop_reason') == 'patience' for r in runs)
+    early = sum(bool(r.get('stop_reason')) and r['stop_reason'].split(' (')[0] in EARLY_STOPS for r in runs)
     if not early or len(set(eps)) < 2: return None
-    return f"{early} of its {len(runs)} runs stopped early on their own validation curves; {min(eps)}-{max(eps)} epochs"
+    return f"{early} of its {len(runs)} runs stopped before their cap by their own rule (early stopping); {min(eps)}-{max(eps)} epochs"
 
 # %% ../nbs/05b_claims.ipynb #b96f90c3
 def claim_note(c: dict, scale: str) -> str:
