@@ -97,10 +97,13 @@ def former_value(c: dict, scales=('paper', 'gpu', 'cpu'), retired=retired_runs) 
     return ''
 
 # %% ../nbs/05b_claims.ipynb #2a05bade
+def _run_records(rec: dict, paper_dir: Path) -> list[dict]:
+    "The records of the runs behind an aggregated record that are in `paper_dir/runs` (a borrowed run of another paper is not)."
+    return [json.loads(f.read_text()) for f in (paper_dir/'runs'/r/'record.json' for r in rec.get('runs') or []) if f.exists()]
+
 def trained_at(rec: dict, paper_dir: Path) -> str:
     "The commits that trained the runs behind an aggregated record (its own commit when it names no runs)."
-    provs = [json.loads(f.read_text()).get('provenance', {}) for f in (paper_dir/'runs'/r/'record.json' for r in rec.get('runs') or [])
-             if f.exists()] or [rec.get('provenance', {})]
+    provs = [r.get('provenance', {}) for r in _run_records(rec, paper_dir)] or [rec.get('provenance', {})]
     return ', '.join(dict.fromkeys((p.get('commit') or '?')[:8] + ('+dirty' if p.get('dirty') else '') for p in provs))
 
 EARLY_STOPS = ('patience', 'finetune converged', 'time budget', 'callback')   # stop reasons (`memlm.experiment.stop_reason`) other than the cap
@@ -109,7 +112,7 @@ def unequal_schedules(rec: dict, paper_dir: Path) -> str | None:
     """Why the runs behind an aggregated record did not all train on one schedule: some stopped before their epoch cap by a rule
     of their own (early stopping on validation, fine-tuning converged, a time budget) and their lengths differ (None: one fixed
     schedule, or runs that do not train)."""
-    runs = [json.loads(f.read_text()) for f in (paper_dir/'runs'/r/'record.json' for r in rec.get('runs') or []) if f.exists()]
+    runs = _run_records(rec, paper_dir)
     eps = [r['epochs'] for r in runs if r.get('epochs') is not None]
     early = sum(bool(r.get('stop_reason')) and r['stop_reason'].split(' (')[0] in EARLY_STOPS for r in runs)
     if not early or len(set(eps)) < 2: return None
