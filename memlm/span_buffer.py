@@ -652,7 +652,7 @@ def screen_specs(main: Spec, epochs: int) -> list[Spec]:
 
 # %% ../nbs/10_span_buffer.ipynb #768bd6cc
 FORM_ETAS: dict | None = {'log': 0.1, 'expected': 0.03, 'sampled': 1.}   # each reward form's eta, as `choose_form_etas` reads it off the recorded screen
-READING: tuple | None = None    # (reward form, eta) of the +SNB runs at cpu, gpu and paper scale: the cpu form run with the lowest validation ppl (None: not chosen)
+READING: tuple | None = ('log', 0.1)   # (reward form, eta) of the +SNB runs at cpu, gpu and paper scale: the cpu form run with the lowest validation ppl (None: not chosen)
 CLIP_EXTRA = 0.25               # the clipping reading: the policy's gradient clipped to this norm on its own (AWD-LSTM's clip, the LM's)
 
 def _printed(main: Spec, scale: str) -> Spec:
