@@ -11,17 +11,18 @@ from .registry import SCALES
 
 # %% auto #0
 __all__ = ['RUN_ITEM', 'EXECUTORS', 'papers', 'paper_parts', 'positive_int', 'time_limit', 'run_items', 'seed_list', 'choice',
-           'parser', 'execute_report', 'main', 'plan_folders', 'write_run_index', 'status_overview']
+           'parser', 'execute_report', 'main', 'plan_folders', 'write_run_index', 'status_overview', 'export_targets',
+           'export_library']
 
 # %% ../nbs/08_cli.ipynb #48495121
 def papers() -> list[str]:
-    "The paper modules of memlm: those that define `make_plan`."
+    "The papers of memlm: the modules that define `make_plan`, `<paper>.py` or `<paper>_runs.py` (a paper's runs apart from its method)."
     pkg = Path(__file__).resolve().parent if '__file__' in globals() else repo_root()/'memlm'
-    return sorted(p.stem for p in pkg.glob('*.py') if re.search(r'^def make_plan\(', p.read_text(), re.M))
+    return sorted(re.sub(r'_runs$', '', p.stem) for p in pkg.glob('*.py') if re.search(r'^def make_plan\(', p.read_text(), re.M))
 
 def paper_parts(paper: str) -> tuple:
-    import importlib
-    return tuple(importlib.import_module(f'memlm.{paper}').PARTS)
+    from memlm.plan import plan_module
+    return tuple(plan_module(paper).PARTS)
 
 # %% ../nbs/08_cli.ipynb #d102154e
 def positive_int(s: str) -> int:
@@ -93,6 +94,7 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument('--workers', default=1, type=positive_int)
     c.add_argument('--time-limit', default=None, type=time_limit)
     c.add_argument('--params-out', default='', help='write the papermill parameters (YAML) here')
+    sub.add_parser('export', help="write memlm/ from nbs/ (nbdev_export; a notebook's other modules afresh)")
     sub.add_parser('index', help='write tests/run_index.json: the committed runs every plan reads (the key-stability test checks them)')
     e = sub.add_parser('report', help='execute a notebook with papermill into OUT, replacing OUT only when the whole notebook ran')
     e.add_argument('--nb', required=True); e.add_argument('--out', required=True)
@@ -141,6 +143,9 @@ def execute_report(nb, out, parameters: dict | None = None, cwd: str | None = No
 def main(argv=None) -> int:
     "The command line (`python -m memlm ...`)."
     a = parser().parse_args(argv)
+    if a.cmd == 'export':                                                # before importing the library it rewrites
+        for f in export_library(): print(f'{f}: reset, then written by nbdev_export')
+        return 0
     from memlm import plan as X
     data = a.data or os.environ.get('MEMLM_DATA') or None if hasattr(a, 'data') else None
     if a.cmd == 'run':
@@ -201,6 +206,35 @@ def status_overview(scale: str, seeds=(0, 1, 2), data_path: str | None = None, p
                          twins=count(lambda s: s.startswith('twin of')),
                          est_h_left=round(sum(r['est_h'] or 0 for r in left), 1), without_estimate=sum(not r['est_h'] for r in left)))
     return markdown_table(rows, list(rows[0])) + f"\n({scale} scale; `make status PAPER=<paper> SCALE={scale}` lists a paper's runs)"
+
+# %% ../nbs/08_cli.ipynb #c0f48bc5
+def export_targets(nb) -> list[str]:
+    "The modules notebook `nb` sends cells to with `#| export <module>`, besides its `default_exp` (as nbdev reads the directives)."
+    from nbdev.export import ExportModuleProc
+    from nbdev.process import NBProcessor
+    exp = ExportModuleProc(); NBProcessor(nb, exp).process()
+    return [m for m, cells in exp.modules.items() if m != '#' and any(c.cell_type == 'code' for c in cells)]
+
+def export_library(root=None) -> list[str]:
+    """`nbdev_export` in project `root` (default: this repository), with every `#| export <module>` target first reset to an
+    empty module, so that nbdev's appending writes it afresh. Returns those modules' files."""
+    import contextlib, subprocess
+    from nbdev.config import get_config
+    from nbdev.doclinks import nbglob
+    from nbdev.maker import ModuleMaker
+    root = Path(root or repo_root()).resolve()
+    with contextlib.chdir(root):                                        # nbdev finds settings.ini from the working directory
+        cfg = get_config(path=str(root)); nbs = nbglob(path=cfg.nbs_path, as_path=True).sorted('name')   # the notebooks nbdev_export reads
+    reset = []
+    for nb in nbs:
+        for mod in export_targets(nb):
+            mm = ModuleMaker(dest=cfg.lib_path, name=mod, nb_path=nb); mm.make([], []); reset.append(mm.fname)
+    env = {k: v for k, v in os.environ.items() if k != 'IN_TEST'}      # nbdev_export does nothing under nbdev_test's IN_TEST
+    r = subprocess.run([str(Path(sys.executable).parent/'nbdev_export')], cwd=root, env=env, capture_output=True, text=True)
+    if r.returncode: raise RuntimeError(f'nbdev_export in {root} failed:\n{r.stderr[-3000:]}')
+    for f in reset:                                                     # appended cells end without the newline a new module gets
+        if not (t := f.read_text()).endswith('\n'): f.write_text(t + '\n')
+    return [str(Path(f).relative_to(root)) for f in reset]
 
 # %% ../nbs/08_cli.ipynb #dc6d1320
 #| eval: false

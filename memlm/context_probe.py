@@ -193,18 +193,17 @@ def cache_ppl(model, data: Tensor, theta: float, lam: float, size: int = 2000, b
     return math.exp(float(cache_nll(model, data, theta, lam, size, bptt).double().mean()))
 
 # %% ../nbs/20_context_probe.ipynb #b9a549a7
-import importlib
 from dataclasses import field, replace
 from .experiment import Spec, RunContext, borrow, runs_dir, ckpt_home, load_record
-from .plan import Plan
+from .plan import Plan, paper_plan
 from .registry import pick
 from .corpora import lm_corpus
 import memlm.awd_lstm as core
-import memlm.phrase_induction as pilm
-import memlm.span_buffer as snb
-import memlm.short_attention as sa
-import memlm.dynamic_skip as skip
-import memlm.meta_dynamic as meta
+import memlm.phrase_induction_runs as pilm
+import memlm.span_buffer_runs as snb
+import memlm.short_attention_runs as sa
+import memlm.dynamic_skip_exps as skip
+import memlm.meta_dynamic_exps as meta
 
 PARTS = ('core', 'cache', 'families')
 CACHE_GRID = tuple((t, l) for t in (0.1, 0.3, 1.0) for l in (0.05, 0.1, 0.2))   # (theta, lam) tried on a validation prefix
@@ -270,7 +269,7 @@ def family_lms(scale: str, seed: int, data_path: str | None = None) -> dict[str,
     "Each family's LM run at `scale` and `seed`, as its paper's plan lists it (borrowed: it lives in that paper's runs folder)."
     plans, out = {}, {}
     for label, (paper, part, name) in FAMILIES.items():
-        if paper not in plans: plans[paper] = importlib.import_module(f'memlm.{paper}').make_plan(scale, [seed], data_path)
+        if paper not in plans: plans[paper] = paper_plan(paper, scale, [seed], data_path)
         hit = [s for s in plans[paper].parts.get(part, []) if s.name == name and s.seed == seed]
         if hit: out[label] = borrow(hit[0], paper, label)
     return out

@@ -4,7 +4,7 @@
 
 # %% ../nbs/05_experiment.ipynb #db5b2726
 from __future__ import annotations
-import contextlib, fcntl, hashlib, json, os, shutil, signal, socket, time
+import contextlib, fcntl, hashlib, json, os, shutil, signal, socket, sys, time
 from dataclasses import dataclass, field, fields, is_dataclass, asdict, replace
 from pathlib import Path
 from typing import Any, Callable
@@ -63,8 +63,10 @@ def stable_key(name: str):
     return pin
 
 def key_name(fn: Callable) -> str:
-    "What a run key calls its experiment function: the pinned `key_name`, else `module.qualname`."
-    return getattr(fn, 'key_name', None) or fn_name(fn)
+    """What a run key calls its experiment function: the pinned `key_name`, else `module.qualname`, where a module that sets
+    `KEY_MODULE` (the module its functions were first recorded under: a notebook's module split in two) is named by it."""
+    if pinned := getattr(fn, 'key_name', None): return pinned
+    return f"{getattr(sys.modules.get(fn.__module__), 'KEY_MODULE', fn.__module__)}.{fn.__qualname__}"
 
 # %% ../nbs/05_experiment.ipynb #70bdc24f
 def type_name(cfg) -> str:

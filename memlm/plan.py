@@ -6,8 +6,9 @@
 from __future__ import annotations
 
 # %% auto #0
-__all__ = ['Results', 'Plan', 'paper_plan', 'retired_runs', 'former_runs', 'run_named', 'run_log', 'plan_status', 'mean_sd',
-           'aggregate', 'paired_diff', 'row_metrics', 'run_lists', 'fmt_ms', 'matched_epochs', 'matched_epochs_plot']
+__all__ = ['Results', 'Plan', 'plan_module', 'paper_plan', 'retired_runs', 'former_runs', 'run_named', 'run_log', 'plan_status',
+           'mean_sd', 'aggregate', 'paired_diff', 'row_metrics', 'run_lists', 'fmt_ms', 'matched_epochs',
+           'matched_epochs_plot']
 
 # %% ../nbs/05c_plan.ipynb #80229721
 import functools, json, math, multiprocessing as mp, statistics, time, traceback
@@ -224,10 +225,15 @@ def _select(self: Plan, items: list[str]) -> Plan:
 Plan.select = _select
 
 # %% ../nbs/05c_plan.ipynb #a82e35e5
+def plan_module(paper: str):
+    "The module with `paper`'s `make_plan` and `PARTS`: `memlm.<paper>_runs` where the notebook exports its runs apart, else `memlm.<paper>`."
+    import importlib, importlib.util
+    name = f'memlm.{paper}_runs'
+    return importlib.import_module(name if importlib.util.find_spec(name) else f'memlm.{paper}')
+
 def paper_plan(paper: str, scale: str, seeds: list[int], data_path: str | None = None) -> Plan:
-    "`memlm.<paper>.make_plan(scale, seeds, data_path)`: a paper notebook's plan, by the paper's name."
-    import importlib
-    return importlib.import_module(f'memlm.{paper}').make_plan(scale, seeds, data_path)
+    "`make_plan(scale, seeds, data_path)` of `paper`'s plan module: a paper notebook's plan, by the paper's name."
+    return plan_module(paper).make_plan(scale, seeds, data_path)
 
 # %% ../nbs/05c_plan.ipynb #d20714d9
 @functools.lru_cache(maxsize=None)
