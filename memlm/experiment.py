@@ -433,6 +433,9 @@ def _execute_locked(spec, root, d, rec, deadline, rerun, device) -> dict:
         for f in d.iterdir():
             if f.name != '.lock': shutil.rmtree(f) if f.is_dir() else f.unlink()
         shutil.rmtree(ck, ignore_errors=True); rec = None
+    if not ck.exists() and (d/'parked').is_dir():                       # checkpoints parked in the run folder (`memlm.plan.park`)
+        tmp = ck.with_name(ck.name + '.unparked'); shutil.rmtree(tmp, ignore_errors=True)
+        shutil.copytree(d/'parked', tmp); os.replace(tmp, ck)             # whole or not at all
     if rec is not None and not ck.exists(): rec = None                  # interrupted, its checkpoint lost: it starts over
     if spec.extends is not None: _start_from(spec, d, root)
     killed = _session_start(d)
@@ -453,7 +456,7 @@ def _execute_locked(spec, root, d, rec, deadline, rerun, device) -> dict:
                stages=stages, train_time_s=round(sum(f['train_time_s'] for f in stages), 2), wall_time_s=round(wall, 2),
                sessions=(rec or {}).get('sessions', 0) + killed.get('sessions', 0) + 1,
                killed_sessions=(rec or {}).get('killed_sessions', 0) + killed.get('sessions', 0), note=error, provenance=provenance(device))
-    if status == 'done': rec['kept_weights'] = keep_weights(d)
+    if status == 'done': rec['kept_weights'] = keep_weights(d); shutil.rmtree(d/'parked', ignore_errors=True)
     if status == 'done' and spec.carry: rec['carried'] = carry_weights(d)
     write_json(d/'record.json', rec)
     (d/'.session').unlink(missing_ok=True)

@@ -6,12 +6,12 @@
 from __future__ import annotations
 
 # %% auto #0
-__all__ = ['Results', 'Plan', 'plan_module', 'paper_plan', 'retired_runs', 'former_runs', 'run_named', 'run_log', 'plan_status',
-           'mean_sd', 'aggregate', 'paired_diff', 'row_metrics', 'run_lists', 'fmt_ms', 'matched_epochs',
-           'matched_epochs_plot']
+__all__ = ['Results', 'Plan', 'plan_module', 'paper_plan', 'retired_runs', 'former_runs', 'run_named', 'park', 'park_named',
+           'run_log', 'plan_status', 'mean_sd', 'aggregate', 'paired_diff', 'row_metrics', 'run_lists', 'fmt_ms',
+           'matched_epochs', 'matched_epochs_plot']
 
 # %% ../nbs/05c_plan.ipynb #80229721
-import functools, json, math, multiprocessing as mp, statistics, time, traceback
+import functools, json, math, multiprocessing as mp, os, shutil, statistics, time, traceback
 from datetime import datetime
 from collections.abc import Collection
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -266,6 +266,23 @@ def run_named(paper: str, scale: str, items: list[str], workers: int = 1, time_l
         return submit_plan(sel, executor=executor)
     if executor != 'process': raise ValueError(f"unknown executor {executor!r}: use 'process', 'local' or 'slurm'")
     return sel.run(workers=workers, time_limit_s=time_limit_s, rerun={s.folder for s in sel.parts['selected']} if rerun else False)
+
+# %% ../nbs/05c_plan.ipynb #69a6a98a
+def park(run_dir) -> dict:
+    "Copy the checkpoints of the unfinished run in folder `run_dir` into `<run_dir>/parked/` (whole or not at all); {file: bytes}."
+    d = Path(run_dir); rec = load_record(d); ck = ckpt_home(d)
+    if rec is None or rec['status'] == 'done': raise ValueError(f"{d.name}: {'finished' if rec else 'never run'}, nothing to park")
+    files = sorted(ck.rglob('*.pt')) if ck.exists() else []
+    if not files: raise FileNotFoundError(f'{d.name}: no checkpoint under {ck} (it trained on another machine?)')
+    tmp = d/'.parked.tmp'; shutil.rmtree(tmp, ignore_errors=True)
+    for f in files: (tmp/f.relative_to(ck)).parent.mkdir(parents=True, exist_ok=True); shutil.copy2(f, tmp/f.relative_to(ck))
+    shutil.rmtree(d/'parked', ignore_errors=True); os.replace(tmp, d/'parked')
+    return {str(f.relative_to(ck)): f.stat().st_size for f in files}
+
+def park_named(paper: str, scale: str, items: list[str], seeds: list[int] | None = None, data_path: str | None = None) -> dict:
+    "`park` the runs `'name:seed'` of `paper`'s plan at `scale` (`make park`): {run folder: {file: bytes}}."
+    plan = paper_plan(paper, scale, sorted(set(seeds)) if seeds is not None else sorted({seed for _, seed in map(_run_item, items)}), data_path)
+    return {s.folder: park(plan.dir(s)) for s in plan.select(items).parts['selected']}
 
 # %% ../nbs/05c_plan.ipynb #b385c71d
 def _finished(self: Plan, res: Results | None = None, parts=None) -> Results:
