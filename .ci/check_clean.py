@@ -1,5 +1,5 @@
 """`make lint`'s notebook check: the notebooks are what nbdev_clean makes of them (it cleans them, and fails if that changed any).
-That the library is what a stock `nbdev_export` makes of the notebooks is tests/test_pipeline.py's."""
+That the library is what `make export` makes of the notebooks is tests/test_pipeline.py's."""
 import subprocess, sys
 from pathlib import Path
 from nbdev.config import get_config
