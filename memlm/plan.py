@@ -332,6 +332,7 @@ def _status_rows(self: Plan, parts=None) -> list[dict]:
         try: r = load_record(d) or {}
         except CorruptRecordError as e: r = dict(status='corrupt'); print(e, flush=True)
         status = r.get('status') if r.get('status') not in (None, 'incomplete') else None
+        if status is None and r.get('status') == 'incomplete' and not ckpt_home(d).exists() and (d/'parked').is_dir(): status = 'incomplete (parked: resumes here)'
         if status is None and (who := lock_holder(d)): status = f'running ({who})'
         status = status or r.get('status') or ('interrupted (checkpointed)' if ckpt_home(d).exists() else
                                                f'twin of {t.name} (copied when run)' if (t := find_twin(d.parent, s)) else 'not started')
