@@ -314,12 +314,13 @@ def _run_hours(r: dict) -> float | None:
     return t / 3600 if t else None
 
 # %% ../nbs/05c_plan.ipynb #d7fd3442
-def _hours_left(r: dict) -> float | None:
+def _hours_left(r: dict, from_start: bool = False) -> float | None:
     """Hours an interrupted run still needs, from its own record: the wall time per epoch so far times the epochs its started stages
-    have left (a stage not yet started adds nothing, so a fine-tuned run's figure is a floor); None without a stage record."""
+    have left (`from_start`: all their epochs, for a run whose checkpoints are not on this machine; a stage not yet started adds
+    nothing, so a fine-tuned run's figure is a floor); None without a stage record."""
     st = r.get('stages') or []
     done, left = sum(x.get('epochs') or 0 for x in st), sum(max((x.get('epoch_cap') or 0) - (x.get('epochs') or 0), 0) for x in st)
-    return r['wall_time_s'] / done * left / 3600 if done and left and r.get('wall_time_s') else None
+    return r['wall_time_s'] / done * (left + done * from_start) / 3600 if done and left and r.get('wall_time_s') else None
 
 # %% ../nbs/05c_plan.ipynb #dbedbdd6
 def _status_rows(self: Plan, parts=None) -> list[dict]:
@@ -332,7 +333,9 @@ def _status_rows(self: Plan, parts=None) -> list[dict]:
         try: r = load_record(d) or {}
         except CorruptRecordError as e: r = dict(status='corrupt'); print(e, flush=True)
         status = r.get('status') if r.get('status') not in (None, 'incomplete') else None
-        if status is None and r.get('status') == 'incomplete' and not ckpt_home(d).exists() and (d/'parked').is_dir(): status = 'incomplete (parked: resumes here)'
+        lost = r.get('status') == 'incomplete' and not ckpt_home(d).exists() and not (d/'parked').is_dir()   # its checkpoints are elsewhere
+        if status is None and r.get('status') == 'incomplete' and not ckpt_home(d).exists():
+            status = 'incomplete (checkpoints not here: starts over)' if lost else 'incomplete (parked: resumes here)'
         if status is None and (who := lock_holder(d)): status = f'running ({who})'
         status = status or r.get('status') or ('interrupted (checkpointed)' if ckpt_home(d).exists() else
                                                f'twin of {t.name} (copied when run)' if (t := find_twin(d.parent, s)) else 'not started')
@@ -342,7 +345,7 @@ def _status_rows(self: Plan, parts=None) -> list[dict]:
         rows.append(dict(run=s.folder, home=s.home or self.paper, status=status,
                          epochs=r.get('epochs') if status == 'done' else (_logged_epochs(d) if d.exists() else None),
                          stopped=r.get('stop_reason'), train_h=round(r['train_time_s'] / 3600, 2) if r.get('train_time_s') else None,
-                         est_h=None if status == 'done' else _hours_left(r), device=(r.get('provenance') or {}).get('device')))
+                         est_h=None if status == 'done' else _hours_left(r, from_start=lost), device=(r.get('provenance') or {}).get('device')))
     for row, name in zip(rows, names):
         if row['status'] != 'done' and row['est_h'] is None and name in hours: row['est_h'] = statistics.median(hours[name])
         if row['est_h']: row['est_h'] = round(row['est_h'], 2)
