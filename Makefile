@@ -9,7 +9,7 @@
 #                   EXECUTOR=slurm submits them to a cluster through submitit, local through its local executor)
 #   make gpu-check  (about a minute on a GPU: every notebook at smoke scale, into runs/gpu-check/, never results/)
 #   make lint      (ruff, and the notebooks as nbdev_clean leaves them)
-#   make export    (after editing a notebook: writes memlm/ from nbs/; use it, not a bare nbdev_export, which appends twice)
+#   make export    (after editing a notebook: writes memlm/ from nbs/, a stock nbdev_export)
 #   make test
 #   make lab
 #
@@ -145,10 +145,10 @@ lint: $(STAMP)
 	$(BIN)/ruff check memlm tests .ci
 	$(BIN)/python .ci/check_clean.py
 
-# the library from the notebooks: each notebook's default_exp module, and the modules it names in `#| export <module>`
-# (a paper's runs apart from its method), reset first because stock nbdev appends to those (memlm.cli.export_library)
+# the library from the notebooks: each notebook's default_exp module, then the cells a paper notebook sends to its runs
+# modules (`#| export <paper>_runs`), appended to the fresh modules their stub notebooks (nbs/1N-<paper>-runs.ipynb) write
 export: $(STAMP)
-	$(BIN)/python -m memlm.cli export
+	$(BIN)/nbdev_export
 
 lab: $(STAMP)
 	$(BIN)/jupyter lab --allow-root --notebook-dir=nbs

@@ -333,11 +333,11 @@ def _status_rows(self: Plan, parts=None) -> list[dict]:
         try: r = load_record(d) or {}
         except CorruptRecordError as e: r = dict(status='corrupt'); print(e, flush=True)
         status = r.get('status') if r.get('status') not in (None, 'incomplete') else None
-        lost = r.get('status') == 'incomplete' and not ckpt_home(d).exists() and not (d/'parked').is_dir()   # its checkpoints are elsewhere
-        if status is None and r.get('status') == 'incomplete' and not ckpt_home(d).exists():
+        here = ckpt_home(d).exists(); lost = r.get('status') == 'incomplete' and not here and not (d/'parked').is_dir()   # checkpoints elsewhere
+        if status is None and r.get('status') == 'incomplete' and not here:
             status = 'incomplete (checkpoints not here: starts over)' if lost else 'incomplete (parked: resumes here)'
         if status is None and (who := lock_holder(d)): status = f'running ({who})'
-        status = status or r.get('status') or ('interrupted (checkpointed)' if ckpt_home(d).exists() else
+        status = status or r.get('status') or ('interrupted (checkpointed)' if here else
                                                f'twin of {t.name} (copied when run)' if (t := find_twin(d.parent, s)) else 'not started')
         if status == 'done' and (h := _run_hours(r)): hours.setdefault(s.name, []).append(h)
         names.append(s.name)
