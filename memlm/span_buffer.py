@@ -10,14 +10,16 @@ from typing import NamedTuple
 import torch
 import torch.nn.functional as F
 from torch import nn, Tensor
-from .models import AWDLSTM, AWDLSTMConfig, LMOutput, eval_mode, locked_dropout
+from .data import batchify
+from .models import AWDLSTM, AWDLSTMConfig, LMOutput, detach, eval_mode, locked_dropout
 from .tasks import LMTask
 from .evaluate import lm_windows, focus_windows, model_device
 
 # %% auto #0
 __all__ = ['POLICIES', 'REWARD_FORMS', 'SNBConfig', 'span_diffs', 'slot_index', 'slot_mask', 'slot_windows', 'tanh_scores',
            'SpanBuffer', 'gate_logprobs', 'interpolate', 'mix', 'SNBState', 'SNBAux', 'SpanBufferLM', 'snb_settings',
-           'intrinsic_reward', 'reward_term', 'snb_extra_loss', 'SNBTask', 'snb_evaluate', 'attention_snapshot']
+           'intrinsic_reward', 'reward_term', 'snb_extra_loss', 'SNBTask', 'snb_evaluate', 'attention_snapshot',
+           'reward_grad_ratio']
 
 # %% ../nbs/10_span_buffer.ipynb #62399e8a
 POLICIES = ('gate', 'rnn', 'buffer', 'oracle')   # evaluation policies: Eq. 9 with the gate; λ≡0; λ≡1; max(p, q) (a bound)
@@ -401,3 +403,22 @@ def attention_snapshot(model: SpanBufferLM, data: Tensor, itos: list, bptt: int 
                 next_word=itos[int(data[t + 1])], span_len=c.span_len, rnn_minus=c.rnn_minus,
                 top_buffer=[itos[i] for i in top[t, 0].tolist()], top_rnn=[itos[i] for i in top[t, 1].tolist()],
                 top_combined=[itos[i] for i in top[t, 2].tolist()])
+
+# %% ../nbs/10_span_buffer.ipynb #4dadaa90
+def reward_grad_ratio(model: SpanBufferLM, data: Tensor, batch_size: int, bptt: int, n: int) -> float:
+    "Mean over `n` training windows of ||∇ reward term (η=1)|| / ||∇ -log p~||, state carried (training mode)."
+    src, hidden, ratios = batchify(data, batch_size).to(model_device(model)), None, []
+    params = [p for p in model.parameters() if p.requires_grad]
+    model.train()
+    old, model.snb = model.snb, replace(model.snb, eta=1.)
+    try:
+        for i in range(n):
+            x, y = src[i * bptt:(i + 1) * bptt], src[i * bptt + 1:(i + 1) * bptt + 1]
+            out = model(x, hidden); hidden = detach(out.hidden)
+            norms = []
+            for loss in (F.nll_loss(out.logp.flatten(0, 1), y.flatten()), snb_extra_loss(model, (x, y), out)):
+                g = torch.autograd.grad(loss, params, retain_graph=True, allow_unused=True)
+                norms.append(torch.sqrt(sum(t.square().sum() for t in g if t is not None)))
+            ratios.append(float(norms[1] / norms[0]))
+    finally: model.snb = old
+    return sum(ratios) / len(ratios)

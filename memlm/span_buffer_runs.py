@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 # %% auto #0
-__all__ = ['KEY_MODULE', 'PARTS', 'SCREEN_ETAS', 'FORM_ETAS', 'READING', 'CLIP_EXTRA', 'CPU_ETA', 'ETA_READINGS', 'SYNTH_DIAGNOSTICS', 'RECALL_VARIANTS', 'LM_TRAIN', 'SMOKE_TRAIN', 'AWD_TRAIN', 'MOS_TRAIN', 'CHECKS', 'SCALES', 'SynthConfig', 'RecallConfig', 'lm_corpus', 'SNBExp', 'build_lm', 'train_lm', 'trained_lm', 'DynEvalExp', 'dyneval_lm', 'SnapshotExp', 'snapshot_lm', 'MixtureFloorLM', 'WholeMixtureLM', 'ThroughputExp', 'reward_grad_ratio', 'snb_throughput', 'screen_specs', 'form_specs', 'screen_last_ppl', 'choose_form_etas', 'synth_diagnostics', 'recall_variants', 'SNBScale', 'lm_configs', 'make_plan']
+__all__ = ['KEY_MODULE', 'PARTS', 'SCREEN_ETAS', 'FORM_ETAS', 'READING', 'CLIP_EXTRA', 'CPU_ETA', 'ETA_READINGS', 'SYNTH_DIAGNOSTICS', 'RECALL_VARIANTS', 'LM_TRAIN', 'SMOKE_TRAIN', 'AWD_TRAIN', 'MOS_TRAIN', 'CHECK_TRAIN', 'FORMER_CHECK_SCHEDULE', 'CHECKS', 'CHECK_ARMS', 'SCALES', 'SynthConfig', 'RecallConfig', 'lm_corpus', 'SNBExp', 'build_lm', 'train_lm', 'trained_lm', 'DynEvalExp', 'dyneval_lm', 'SnapshotExp', 'snapshot_lm', 'MixtureFloorLM', 'WholeMixtureLM', 'ThroughputExp', 'snb_throughput', 'screen_specs', 'form_specs', 'screen_last_ppl', 'choose_form_etas', 'synth_diagnostics', 'recall_variants', 'SNBScale', 'lm_configs', 'check_specs', 'make_plan']
 
 # %% ../nbs/10_span_buffer.ipynb #33a30e10
 import copy, functools, json, math
@@ -14,19 +14,19 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 import torch
 import torch.nn.functional as F
-from torch import nn, Tensor
-from .data import batchify, load_corpus
+from torch import nn
+from .data import load_corpus
 from .corpora import recall_corpus, synthetic_corpus
-from .models import AWDLSTM, AWDLSTMConfig, detach
+from .models import AWDLSTM, AWDLSTMConfig
 from .speed import LMStep, throughput
 from .train import TrainConfig
 from .tasks import LMTask
-from .evaluate import DynEvalConfig, dynamic_evaluate, evaluate, gradient_stats, model_device
+from .evaluate import DynEvalConfig, dynamic_evaluate, evaluate, gradient_stats
 from .experiment import Spec, borrow, RunContext, data_identity, final_weights
 from .plan import Plan
 import memlm.awd_lstm as core
-from .span_buffer import (REWARD_FORMS, SNBConfig, SNBTask, SpanBufferLM, attention_snapshot, interpolate, snb_evaluate,
-                               snb_extra_loss)   # the method
+from .span_buffer import (REWARD_FORMS, SNBConfig, SNBTask, SpanBufferLM, attention_snapshot, interpolate, reward_grad_ratio,
+                               snb_evaluate, snb_extra_loss)   # the method
 
 # %% ../nbs/10_span_buffer.ipynb #8eb95a87
 KEY_MODULE = 'memlm.span_buffer'   # what run keys call this module: its experiment functions were first recorded there
@@ -202,25 +202,6 @@ class ThroughputExp:
     grad_batches: int = 8                        # training windows of the gradient check
     data_path: str | None = field(default=None, metadata={'key': False})
 
-# %% ../nbs/10_span_buffer.ipynb #4dadaa90
-def reward_grad_ratio(model: SpanBufferLM, data: Tensor, batch_size: int, bptt: int, n: int) -> float:
-    "Mean over `n` training windows of ||∇ reward term (η=1)|| / ||∇ -log p~||, state carried (training mode)."
-    src, hidden, ratios = batchify(data, batch_size).to(model_device(model)), None, []
-    params = [p for p in model.parameters() if p.requires_grad]
-    model.train()
-    old, model.snb = model.snb, replace(model.snb, eta=1.)
-    try:
-        for i in range(n):
-            x, y = src[i * bptt:(i + 1) * bptt], src[i * bptt + 1:(i + 1) * bptt + 1]
-            out = model(x, hidden); hidden = detach(out.hidden)
-            norms = []
-            for loss in (F.nll_loss(out.logp.flatten(0, 1), y.flatten()), snb_extra_loss(model, (x, y), out)):
-                g = torch.autograd.grad(loss, params, retain_graph=True, allow_unused=True)
-                norms.append(torch.sqrt(sum(t.square().sum() for t in g if t is not None)))
-            ratios.append(float(norms[1] / norms[0]))
-    finally: model.snb = old
-    return sum(ratios) / len(ratios)
-
 # %% ../nbs/10_span_buffer.ipynb #0d3b1a62
 def snb_throughput(cfg: ThroughputExp, seed: int, ctx: RunContext) -> dict:
     "Tokens/s of +SNB (tanh and linear score) and of the mixture floor, each ÷ the base AWD-LSTM's; the targets-only speed-up; the η check."
@@ -360,7 +341,7 @@ class SNBScale:
     sweep_buffers: tuple = (512, 2048)   # ... times buffer sizes B
     fig5_tokens: int = 5000              # Figure 5 / Table 4: validation tokens read
     screen_epochs: int | None = None     # the reward-reading screen: epochs of each run (None: no screen at this scale)
-    # the long-range checks (one seed each): the synthetic corpus, and the recall corpora
+    # the long-range checks (their claims' arms, `CHECK_ARMS`, at every seed): the synthetic corpus, and the recall corpora
     check_corpus: dict                   # `SynthConfig` arguments: a dependency distance d beyond the BPTT window
     check_model: AWDLSTMConfig           # the LM of both checks
     check_train: dict                    # `TrainConfig` arguments of both checks
@@ -380,15 +361,20 @@ AWD_TRAIN = dict(optimizer='sgd', lr=30., batch_size=20, bptt=70, nt_asgd=True, 
 MOS_TRAIN = dict(lr=20., batch_size=12, max_bptt=90)   # the MoS paper's changes to it
 
 # %% ../nbs/10_span_buffer.ipynb #799e1877
+CHECK_TRAIN = dict(optimizer='adam', lr=3e-3, weight_decay=0., clip=0.25, batch_size=32, bptt=35, variable_bptt=True, lr_decay=2.,
+                   eval_batch_size=10, progress=False)   # both checks' recipe but its schedule
+FORMER_CHECK_SCHEDULE = dict(epochs=150, patience=8, min_delta=1e-3, lr_decay_threshold=0.)   # halve when validation gets worse, stop after
+# 8 epochs without a gain: its arms trained 11-69 epochs, so a difference mixed the model with the length (kept as retired runs)
 CHECKS = dict(   # the long-range checks at cpu, gpu and paper scale
     check_corpus=dict(n_train=200_000, n_valid=20_000, n_test=20_000, vocab_size=64, d=60),
     check_model=AWDLSTMConfig.tiny(64, nlayers=2, emsize=32, nhid=64, dropout=0.1, dropouth=0.1, dropouti=0.1, dropoute=0., wdrop=0.1),
-    check_train=dict(optimizer='adam', lr=3e-3, weight_decay=0., clip=0.25, batch_size=32, bptt=35, variable_bptt=True, epochs=150, patience=8,
-                     min_delta=1e-3, lr_decay=2., lr_decay_threshold=0., eval_batch_size=10, progress=False),
-    # ^ the lr is halved only when validation gets worse: a rule that halves it whenever validation improves by < 0.02 ppl leaves it
-    #   near 0 long before any model learns to retrieve (see *The recall check*)
+    check_train=CHECK_TRAIN | dict(epochs=60, lr_milestones=(40, 50, 55)),   # one fixed schedule for every arm and seed: 3e-3 for 40
+    # epochs, halved after epochs 40, 50 and 55 (the lr must stay up: a rule that cuts it whenever validation improves by < 0.02 ppl
+    # leaves it near 0 long before any model learns to retrieve; see *The recall check*)
     check_snb=dict(span_len=4, buffer_size=64, attn_size=32),
     recall=dict(n_train=200_000, n_valid=20_000, n_test=20_000, gap=60), recall_buffer=128)
+CHECK_ARMS = ('synth_base', 'synth_snb', 'synth_snb_reading', 'recall1_echo_base', 'recall1_echo_snb', 'recall1_echo_snb_reading')
+# ^ the checks' claims: these train at every seed of the plan, paired by seed; the diagnostics at its first seed
 
 # %% ../nbs/10_span_buffer.ipynb #d877f773
 SCALES = {
@@ -447,6 +433,23 @@ def _de_specs(lms: dict[str, list[Spec]], scale: str, prefix: str = '') -> list[
     return [Spec(dyneval_lm, DynEvalExp(lm=l.cfg, lm_run=l.folder, dyn=dyn, **kw), l.seed, name=f'{l.name}_de', data_id=l.data_id, needs=(l,))
             for specs in lms.values() for l in specs]
 
+# %% ../nbs/10_span_buffer.ipynb #c70ad35f
+def check_specs(S: SNBScale, train: TrainConfig, seeds: list[int]) -> tuple[list[Spec], list[Spec]]:
+    "The long-range check's runs and the recall check's, on `train`: `CHECK_ARMS` at every seed, the diagnostics at the first."
+    sy, sm, ss = SynthConfig(**S.check_corpus), S.check_model, SNBConfig(**S.check_snb)
+    def spec(n, snb, synth, s): return Spec(train_lm, SNBExp('synthetic', sm, snb, train, synth=synth, eval_bptt=70, test_batch_size=10), s, name=n)
+    def seeds_of(n): return seeds if n in CHECK_ARMS else seeds[:1]
+    # the long-range check: dependency distance d beyond the BPTT window, buffer covering it; then its diagnostics
+    syn = [spec(n, snb, sy, s) for n, snb in (('synth_base', None), ('synth_snb', ss), *((n, replace(ss, **kw)) for n, kw, _ in synth_diagnostics().values()))
+           for s in seeds_of(n)]
+    # the recall check: the moment a phrase repeats is observable (a REP marker), its words lie `gap` > BPTT back, in the buffer.
+    # Three corpora: one word echoed where it first appears (an LM's state then holds it), one word, a phrase of 4 words
+    rc, rs = RecallConfig(**S.recall), replace(ss, buffer_size=S.recall_buffer)
+    corpora = {'recall1_echo': replace(rc, phrase_len=1, echo=True), 'recall1': replace(rc, phrase_len=1), 'recall': rc}
+    variants = {v: None if kw is None else replace(rs, **kw) for v, (kw, _) in recall_variants().items()}
+    runs_on = {'recall1_echo': list(variants), 'recall1': ['base', 'snb_eta0_no_rnn_minus'], 'recall': ['base', 'snb_eta0']}
+    return syn, [spec(f'{c}_{v}', variants[v], corpora[c], s) for c in corpora for v in runs_on[c] for s in seeds_of(f'{c}_{v}')]
+
 # %% ../nbs/10_span_buffer.ipynb #89276f08
 def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Plan:
     "The runs of every part at `scale` (its settings: `SCALES[scale]`)."
@@ -470,20 +473,7 @@ def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Pla
     sweep = [main if (L, B) == (snb.span_len, snb.buffer_size) else
              Spec(train_lm, replace(main.cfg, snb=replace(snb, span_len=L, buffer_size=B)), main.seed, name=f'L{L}_B{B}', data_id=did)
              for L in S.sweep_spans for B in S.sweep_buffers]
-    # the long-range check: dependency distance d beyond the BPTT window, buffer covering it
-    sy, sm, st, ss = SynthConfig(**S.check_corpus), S.check_model, TrainConfig(**S.check_train), SNBConfig(**S.check_snb)
-    syn = [Spec(train_lm, SNBExp('synthetic', sm, snb, st, synth=sy, eval_bptt=70, test_batch_size=10), s, name=n)
-           for s in seeds[:1] for n, snb in (('synth_base', None), ('synth_snb', ss),         # the check, then its diagnostics
-                                             *((n, replace(ss, **kw)) for n, kw, _ in synth_diagnostics().values()))]
-    # the recall check: the moment a phrase repeats is observable (a REP marker), its words lie `gap` > BPTT back, in the buffer
-    rc, rs = RecallConfig(**S.recall), replace(ss, buffer_size=S.recall_buffer)
-    # three corpora, the repeat always beyond the BPTT window: one word echoed where it first appears, one word, a phrase of 4 words
-    corpora = {'recall1_echo': replace(rc, phrase_len=1, echo=True),   # one word, echoed once when it first appears: an LM's state then holds it
-               'recall1': replace(rc, phrase_len=1), 'recall': rc}
-    variants = {v: None if kw is None else replace(rs, **kw) for v, (kw, _) in recall_variants().items()}
-    runs_on = {'recall1_echo': list(variants), 'recall1': ['base', 'snb_eta0_no_rnn_minus'], 'recall': ['base', 'snb_eta0']}
-    recall = [Spec(train_lm, SNBExp('synthetic', sm, variants[v], st, synth=corpora[c], eval_bptt=70, test_batch_size=10), s, name=f'{c}_{v}')
-              for s in seeds[:1] for c in corpora for v in runs_on[c]]
+    syn, recall = check_specs(S, TrainConfig(**S.check_train), seeds)   # the long-range checks, on their fixed schedule
     wt2 = {} if scale == 'cpu' else _lm_specs(lm_configs(scale, 'wikitext-2', data_path), seeds[:S.wt2_seeds], mos_seeds[:S.wt2_seeds], 'wt2_')
     fig5 = Spec(snapshot_lm, SnapshotExp(lm=main.cfg, lm_run=main.folder, max_tokens=S.fig5_tokens), main.seed, name='fig5', data_id=did, needs=(main,))
     tp = ThroughputExp(model=cfgs['awd'].model, snb=replace(snb, eta=1.), buffers=S.tp_buffers, batch_size=cfgs['awd'].train.batch_size,
@@ -495,4 +485,9 @@ def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Pla
         'throughput': [Spec(snb_throughput, tp, seeds[0], name='throughput', data_id=data_identity(cfgs['awd'].corpus))],
         'screen': screen_specs(main, S.screen_epochs) if S.screen_epochs else [],
         'forms': form_specs(_printed(main, scale), READING) if scale == 'cpu' else []})
-    return core.with_retired(plan, make_plan, seeds, data_path)   # the runs of the former cpu recipe stay found
+    plan = core.with_retired(plan, make_plan, seeds, data_path)   # the runs of the former cpu recipe stay found
+    if scale != 'smoke':   # and those of the checks' former early-stopping rule
+        now = {plan.dir(s) for s in plan.specs()}
+        former = sum(check_specs(S, TrainConfig(**(CHECK_TRAIN | FORMER_CHECK_SCHEDULE)), seeds[:1]), [])
+        plan.retired += [s for s in former if plan.dir(s) not in now and (plan.dir(s)/'record.json').exists()]
+    return plan

@@ -35,8 +35,8 @@ def test_make_variables_are_never_executed(tmp_path):
 
 
 def test_make_runs_refuses_a_seed_no_notebook_reads():
-    r = _make('runs', 'PAPER=span_buffer', 'RUNS=synth_base:3')
-    assert r.returncode != 0 and 'synth_base has no seed 3 in this plan; its seeds: [0]' in r.stderr, r.stderr
+    r = _make('runs', 'PAPER=span_buffer', 'RUNS=synth_snb_T1:3')   # a one-seed diagnostic
+    assert r.returncode != 0 and 'synth_snb_T1 has no seed 3 in this plan; its seeds: [0]' in r.stderr, r.stderr
 
 
 def test_bad_parts_replace_no_report():
