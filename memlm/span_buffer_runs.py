@@ -421,9 +421,9 @@ def lm_configs(scale: str, corpus: str = 'ptb', data_path: str | None = None) ->
                 mos=SNBExp(model=mos, snb=None, train=_train_cfg(scale, True), **base), mos_snb=SNBExp(model=mos, snb=snb, train=_train_cfg(scale, True), **base))
 
 # %% ../nbs/10_span_buffer.ipynb #42369c42
-def _lm_specs(cfgs: dict, seeds: list, mos_seeds: list, prefix: str = '') -> dict[str, list[Spec]]:
+def _lm_specs(cfgs: dict, seeds: list, mos_seeds: list, prefix: str = '', carry: bool = False) -> dict[str, list[Spec]]:
     did = data_identity(cfgs['awd'].corpus)
-    return {k: [Spec(train_lm, c, s, name=prefix + k, data_id=did) for s in (mos_seeds if k.startswith('mos') else seeds)] for k, c in cfgs.items()}
+    return {k: [Spec(train_lm, c, s, name=prefix + k, data_id=did, carry=carry) for s in (mos_seeds if k.startswith('mos') else seeds)] for k, c in cfgs.items()}
 
 # %% ../nbs/10_span_buffer.ipynb #f354b820
 def _de_specs(lms: dict[str, list[Spec]], scale: str, prefix: str = '') -> list[Spec]:
@@ -456,7 +456,7 @@ def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Pla
     S = SCALES[scale]
     mos_seeds = seeds   # every scale: the issue asks for >= 3 seeds of the base and +SNB rows, MoS included
     cfgs = lm_configs(scale, 'ptb', data_path)
-    lms = _lm_specs(cfgs, seeds, mos_seeds)
+    lms = _lm_specs(cfgs, seeds, mos_seeds, carry=scale == 'cpu')   # cpu: their best weights travel with their records (dynamic evaluation)
     if scale == 'cpu':   # the base rows are the core's cpu AWD-LSTM runs and their dynamic evaluation: shared with 09_awd_lstm
         cp = core.make_plan('cpu', seeds, data_path)
         lms['awd'] = [borrow(s, 'awd_lstm', 'awd') for s in cp.parts['lm']]
