@@ -254,16 +254,18 @@ CPU_DECAY_AT: int | None = 18     # the cpu recipe's first decay, as `choose_sch
 CPU_TAIL = (6, 2, 2)               # the tail every candidate had
 
 # %% ../nbs/09_awd_lstm.ipynb #dac0bf46
-def with_retired(plan: Plan, make_plan, seeds: list[int], data_path: str | None = None) -> Plan:
-    """`plan` (a paper's, at cpu scale, built on the core's recipe) with `retired`: the recorded runs its plan had under the former
-    plateau rule and that the chosen fixed schedule replaced. They stay on disk and are still found; no plan runs them again."""
+def with_retired(plan: Plan, make_plan, seeds: list[int], data_path: str | None = None, former: list[Spec] = ()) -> Plan:
+    """`plan` with `retired`: the recorded runs its plan once had and no longer has. They stay on disk and are still found; no plan
+    runs them again. At cpu scale, for a plan built on the core's recipe: its runs under the former plateau rule, which the chosen
+    fixed schedule replaced. At any scale: `former`, the runs of a part's own former recipe (e.g. a rule a part dropped)."""
     global CPU_DECAY_AT
-    if plan.scale != 'cpu' or CPU_DECAY_AT is None: return plan
-    saved, CPU_DECAY_AT = CPU_DECAY_AT, None
-    try: old = make_plan(plan.scale, seeds, data_path)
-    finally: CPU_DECAY_AT = saved
+    old = []
+    if plan.scale == 'cpu' and CPU_DECAY_AT is not None:
+        saved, CPU_DECAY_AT = CPU_DECAY_AT, None
+        try: old = make_plan(plan.scale, seeds, data_path).specs()
+        finally: CPU_DECAY_AT = saved
     now = {plan.dir(s) for s in plan.specs()}
-    plan.retired = [s for s in old.specs() if old.dir(s) not in now and (old.dir(s)/'record.json').exists()]
+    plan.retired = [s for s in [*old, *former] if plan.dir(s) not in now and (plan.dir(s)/'record.json').exists()]
     return plan
 
 # %% ../nbs/09_awd_lstm.ipynb #6a085527

@@ -4,7 +4,7 @@
 
 # %% ../nbs/05_experiment.ipynb #db5b2726
 from __future__ import annotations
-import contextlib, fcntl, hashlib, json, os, shutil, signal, socket, sys, time
+import contextlib, fcntl, hashlib, json, math, os, shutil, signal, socket, sys, time
 from dataclasses import dataclass, field, fields, is_dataclass, asdict, replace
 from pathlib import Path
 from typing import Any, Callable
@@ -18,7 +18,7 @@ __all__ = ['NotebookParams', 'snapshot', 'read_params', 'fn_name', 'stable_key',
            'key_dict', 'content_key', 'data_identity', 'Spec', 'borrow', 'ckpt_home', 'stop_reason', 'fit_summary',
            'RunContext', 'ToyConfig', 'toy_regression', 'runs_dir', 'keep_weights', 'runs_command', 'carried_path',
            'carry_weights', 'ensure_carried', 'final_weights', 'best_checkpoint', 'CorruptRecordError', 'load_record',
-           'run_lock', 'lock_holder', 'find_twin', 'execute', 'global_reads']
+           'run_lock', 'lock_holder', 'find_twin', 'execute', 'same_numbers', 'global_reads']
 
 # %% ../nbs/05_experiment.ipynb #3edf2536
 @dataclass
@@ -427,8 +427,20 @@ def execute(spec: Spec, root: Path, *, deadline: float | None = None, rerun: boo
         return _execute_locked(spec, root, d, rec, deadline, rerun, device)
 
 # %% ../nbs/05_experiment.ipynb #46f53ff7
+def same_numbers(a, b, rel: float = 1e-9) -> bool:
+    "Whether two runs' metrics agree but for their timings (a key with 'time' in it, or ending in '_s'): floats to `rel`."
+    a, b = _jsonable(a), _jsonable(b)
+    if isinstance(a, dict) and isinstance(b, dict):
+        keep = lambda m: {k for k in m if 'time' not in k and not k.endswith('_s')}
+        return keep(a) == keep(b) and all(same_numbers(a[k], b[k], rel) for k in keep(a))
+    if isinstance(a, list) and isinstance(b, list): return len(a) == len(b) and all(same_numbers(x, y, rel) for x, y in zip(a, b))
+    if isinstance(a, float) or isinstance(b, float):
+        return isinstance(a, (int, float)) and isinstance(b, (int, float)) and math.isclose(a, b, rel_tol=rel, abs_tol=0.)
+    return a == b
+
 def _execute_locked(spec, root, d, rec, deadline, rerun, device) -> dict:
     ck = ckpt_home(d)
+    prev = rec if rerun and rec is not None and rec['status'] == 'done' else None   # the finished record a rerun replaces
     if rerun:
         for f in d.iterdir():
             if f.name != '.lock': shutil.rmtree(f) if f.is_dir() else f.unlink()
@@ -456,6 +468,9 @@ def _execute_locked(spec, root, d, rec, deadline, rerun, device) -> dict:
                stages=stages, train_time_s=round(sum(f['train_time_s'] for f in stages), 2), wall_time_s=round(wall, 2),
                sessions=(rec or {}).get('sessions', 0) + killed.get('sessions', 0) + 1,
                killed_sessions=(rec or {}).get('killed_sessions', 0) + killed.get('sessions', 0), note=error, provenance=provenance(device))
+    if prev is not None and status == 'done' and same_numbers(prev.get('metrics'), metrics) and 'date' in prev.get('provenance', {}):
+        rec['provenance'] |= dict(date=prev['provenance']['date'], remade=rec['provenance']['date'])   # the same numbers again (derived
+        # files made again on a fresh checkout): the runs made from its first finish are not stale (`Plan.status_rows`)
     if status == 'done': rec['kept_weights'] = keep_weights(d); shutil.rmtree(d/'parked', ignore_errors=True)
     if status == 'done' and spec.carry: rec['carried'] = carry_weights(d)
     write_json(d/'record.json', rec)

@@ -485,9 +485,5 @@ def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Pla
         'throughput': [Spec(snb_throughput, tp, seeds[0], name='throughput', data_id=data_identity(cfgs['awd'].corpus))],
         'screen': screen_specs(main, S.screen_epochs) if S.screen_epochs else [],
         'forms': form_specs(_printed(main, scale), READING) if scale == 'cpu' else []})
-    plan = core.with_retired(plan, make_plan, seeds, data_path)   # the runs of the former cpu recipe stay found
-    if scale != 'smoke':   # and those of the checks' former early-stopping rule
-        now = {plan.dir(s) for s in plan.specs()}
-        former = sum(check_specs(S, TrainConfig(**(CHECK_TRAIN | FORMER_CHECK_SCHEDULE)), seeds[:1]), [])
-        plan.retired += [s for s in former if plan.dir(s) not in now and (plan.dir(s)/'record.json').exists()]
-    return plan
+    former = sum(check_specs(S, TrainConfig(**(CHECK_TRAIN | FORMER_CHECK_SCHEDULE)), seeds[:1]), []) if scale != 'smoke' else []
+    return core.with_retired(plan, make_plan, seeds, data_path, former)   # the runs of the former cpu recipe and the checks' former rule stay found
