@@ -148,19 +148,29 @@ def decide(claims: list[dict], alpha: float = ALPHA) -> list[dict]:
             delta = (ref if t.kind == 'effect' else (v - ref if ref is not None else None)) if ref is not None else v
             r['seeds_needed'] = seeds_needed(delta, sd) if sd else None
             if r['p'] is not None:                                                 # tested at its declared n
-                r['powered'] = bool(r['seeds_needed'] and n >= r['seeds_needed'])  # these n had 80 % power for the paper's effect
+                r['_need'] = (delta, sd, n, {'effect': "the paper's effect", 'threshold': 'its margin to the threshold'}.get(t.kind) if ref is not None
+                              else 'an effect of this size')
                 pv, (lo, hi) = c.get('paper'), r['ci']
                 if t.kind == 'effect' and pv is not None and not lo <= pv <= hi:   # the interval excludes the paper's effect
                     r['_excl'] = 'smaller' if (pv > hi) == (pv > 0) else 'larger'
         ps.append(r['p']); out.append(r)
-    for r, ok in zip(out, holm(ps, alpha)):
-        would, excl = r.pop('_would', None), r.pop('_excl', None)
+    ranked = sorted((i for i, p in enumerate(ps) if p is not None), key=lambda i: ps[i])
+    level = {i: alpha / (len(ranked) - k) for k, i in enumerate(ranked)}   # Holm's level at each tested claim's rank
+    for i, (r, ok) in enumerate(zip(out, holm(ps, alpha))):
+        would, excl, need = r.pop('_would', None), r.pop('_excl', None), r.pop('_need', None)
         if r['p'] is None: continue
         r['verdict'] = would if ok else 'inconclusive'
-        if ok: r['powered'] = False; continue
-        r['why'] = f"p = {r['p']:.2g} does not pass Holm's α"
-        if r['powered']: r['why'] += f"; {r['seeds_needed']} seeds would already have 80 % power for the paper's effect (these are at least as many)"
-        elif r['seeds_needed']: r['why'] += f"; about {r['seeds_needed']} seeds would decide the paper's effect"
+        if ok: continue
+        delta, sd, n, what = need                                          # the seeds that would decide it at its rank's level
+        r['seeds_needed'] = seeds_needed(delta, sd, level[i]) if sd else None
+        r['powered'] = bool(r['seeds_needed'] and n >= r['seeds_needed'])  # these n had 80 % power for it at that level
+        at = f"α/{len(ranked) - ranked.index(i)} = {level[i]:.2g}"                 # Holm's level at its rank
+        if r['p'] <= level[i]:                                             # Holm's procedure stops at the first claim that fails
+            r['why'] = f"p = {r['p']:.2g} passes its rank's level ({at}), but a claim with a smaller p did not, and Holm's procedure stops there"
+        else:
+            r['why'] = f"p = {r['p']:.2g} does not pass Holm's level at its rank ({at})"
+            if r['powered']: r['why'] += f"; {r['seeds_needed']} seeds would already have 80 % power at that level for {what} (these are at least as many)"
+            elif r['seeds_needed']: r['why'] += f"; about {r['seeds_needed']} seeds would decide {what} at that level"
         if excl: r['why'] += f"; the interval excludes the paper's effect: ours is {excl}"
     return out
 
