@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from scipy import stats as st
 
 # %% auto #0
-__all__ = ['KINDS', 'VERDICTS', 'ALPHA', 'Test', 'parse_test', 't_interval', 'decision', 'holm', 'power', 'seeds_needed',
-           'decide', 'family_note', 'forest_plot']
+__all__ = ['KINDS', 'VERDICTS', 'ALPHA', 'Test', 'parse_test', 't_interval', 'decision', 'holm_levels', 'holm', 'power',
+           'seeds_needed', 'decide', 'family_note', 'forest_plot']
 
 # %% ../nbs/05a_stats.ipynb #3b6d47b2
 KINDS = ('effect', 'equivalence', 'threshold', 'absolute', 'reading', 'target')
@@ -84,12 +84,16 @@ def decision(test: Test, mean: float, sd: float, n: int) -> tuple[float, str]:
     raise ValueError(f'{test.kind!r} claims are not tested')
 
 # %% ../nbs/05a_stats.ipynb #d3818075
+def holm_levels(ps: list[float | None], alpha: float = ALPHA) -> dict[int, float]:
+    "Holm's level of each tested claim (index into `ps`; None: not tested): α / (m − k) at its rank k by p."
+    idx = sorted((i for i, p in enumerate(ps) if p is not None), key=lambda i: ps[i])
+    return {i: alpha / (len(idx) - k) for k, i in enumerate(idx)}
+
 def holm(ps: list[float | None], alpha: float = ALPHA) -> list[bool]:
     "Which of `ps` (None: not tested) Holm's procedure rejects at family-wise `alpha`."
-    idx = sorted((i for i, p in enumerate(ps) if p is not None), key=lambda i: ps[i])
-    m, out = len(idx), [False] * len(ps)
-    for k, i in enumerate(idx):
-        if ps[i] > alpha / (m - k): break
+    out = [False] * len(ps)
+    for i, level in holm_levels(ps, alpha).items():   # in order of p
+        if ps[i] > level: break
         out[i] = True
     return out
 
@@ -154,8 +158,7 @@ def decide(claims: list[dict], alpha: float = ALPHA) -> list[dict]:
                 if t.kind == 'effect' and pv is not None and not lo <= pv <= hi:   # the interval excludes the paper's effect
                     r['_excl'] = 'smaller' if (pv > hi) == (pv > 0) else 'larger'
         ps.append(r['p']); out.append(r)
-    ranked = sorted((i for i, p in enumerate(ps) if p is not None), key=lambda i: ps[i])
-    level = {i: alpha / (len(ranked) - k) for k, i in enumerate(ranked)}   # Holm's level at each tested claim's rank
+    level = holm_levels(ps, alpha)                                         # Holm's level at each tested claim's rank
     for i, (r, ok) in enumerate(zip(out, holm(ps, alpha))):
         would, excl, need = r.pop('_would', None), r.pop('_excl', None), r.pop('_need', None)
         if r['p'] is None: continue
@@ -164,7 +167,7 @@ def decide(claims: list[dict], alpha: float = ALPHA) -> list[dict]:
         delta, sd, n, what = need                                          # the seeds that would decide it at its rank's level
         r['seeds_needed'] = seeds_needed(delta, sd, level[i]) if sd else None
         r['powered'] = bool(r['seeds_needed'] and n >= r['seeds_needed'])  # these n had 80 % power for it at that level
-        at = f"α/{len(ranked) - ranked.index(i)} = {level[i]:.2g}"                 # Holm's level at its rank
+        at = f"α/{round(alpha / level[i])} = {level[i]:.2g}"                        # Holm's level at its rank
         if r['p'] <= level[i]:                                             # Holm's procedure stops at the first claim that fails
             r['why'] = f"p = {r['p']:.2g} passes its rank's level ({at}), but a claim with a smaller p did not, and Holm's procedure stops there"
         else:
