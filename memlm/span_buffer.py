@@ -109,28 +109,33 @@ def slot_windows(P: Tensor, T: int, m: int, stride: int) -> Tensor:
 class _TanhScores(torch.autograd.Function):
     "γ[τ, j] = vᵀ tanh(P[τ + j·S] + Q[τ]) in blocks of S positions, tanh as 2σ(2x) − 1; see `tanh_scores`."
     @staticmethod
+    def _block(win, Q2, t, S, buf):
+        "σ(2x) of the block of positions t..t+S-1 `[S', m, n, a]`, written into `buf` (one buffer for every block)."
+        w = win[t:t + S]
+        return torch.add(w, Q2[t:t + S, None], out=buf[:w.numel()].view(w.shape)).sigmoid_()
+
+    @staticmethod
     def forward(ctx, P, Q, v, stride: int, m: int):
         T, n, a = Q.shape
-        win, Q2, v2 = slot_windows((2 * P).contiguous(), T, m, stride), 2 * Q, 2 * v
-        out, saved = Q.new_empty(T, m, n), []
+        P2, Q2, v2 = (2 * P).contiguous(), 2 * Q, 2 * v
+        win, out, buf = slot_windows(P2, T, m, stride), Q.new_empty(T, m, n), Q.new_empty(min(stride, T) * m * n * a)
         for t in range(0, T, stride):
-            w = win[t:t + stride]
-            s = torch.add(w, Q2[t:t + stride, None], out=Q.new_empty(w.shape)).sigmoid_()   # σ(2x), contiguous
+            s = _TanhScores._block(win, Q2, t, stride, buf)
             torch.mv(s.view(-1, a), v2, out=out[t:t + stride].view(-1))
-            if any(ctx.needs_input_grad[:3]): saved.append(s)                          # evaluation keeps one block at a time
-        ctx.save_for_backward(v, *saved); ctx.stride, ctx.N = stride, P.shape[0]
+        ctx.save_for_backward(P2, Q2, v); ctx.stride = stride                    # backward recomputes each block: nothing [T, m, n, a] is kept
         return out.sub_(v.sum())
 
     @staticmethod
     def backward(ctx, g):
-        v, *saved = ctx.saved_tensors
+        P2, Q2, v = ctx.saved_tensors
         S, (T, m, n), a = ctx.stride, g.shape, v.shape[0]
-        dP, dQ, dv = g.new_zeros(ctx.N, n, a), g.new_empty(T, n, a), torch.zeros_like(v)
-        dwin, v4 = slot_windows(dP, T, m, S), 4 * v
-        for t, s in zip(range(0, T, S), saved):
-            gt = g[t:t + S]
+        dP, dQ, dv = torch.zeros_like(P2), g.new_empty(T, n, a), torch.zeros_like(v)
+        win, dwin, v4 = slot_windows(P2, T, m, S), slot_windows(dP, T, m, S), 4 * v
+        buf, dbuf = (g.new_empty(min(S, T) * m * n * a) for _ in range(2))
+        for t in range(0, T, S):
+            s, gt = _TanhScores._block(win, Q2, t, S, buf), g[t:t + S]
             dv.addmv_(s.view(-1, a).T, gt.reshape(-1), alpha=2)
-            dx = torch.addcmul(s, s, s, value=-1).mul_(gt[..., None]).mul_(v4)           # g · v ⊙ (1 − tanh²x)
+            dx = torch.addcmul(s, s, s, value=-1, out=dbuf[:s.numel()].view(s.shape)).mul_(gt[..., None]).mul_(v4)   # g · v ⊙ (1 − tanh²x)
             torch.sum(dx, 1, out=dQ[t:t + S]); dwin[t:t + S] += dx                      # distinct rows within a block
         return dP, dQ, dv.sub_(g.sum()), None, None
 
