@@ -438,9 +438,14 @@ def same_numbers(a, b, rel: float = 1e-9) -> bool:
         return isinstance(a, (int, float)) and isinstance(b, (int, float)) and math.isclose(a, b, rel_tol=rel, abs_tol=0.)
     return a == b
 
+def _replaced(prev: dict) -> dict:
+    "What a rerun keeps of the finished record it replaces: its numbers, length, stop reason and provenance (the run-to-run spread stays visible)."
+    return {k: prev.get(k) for k in ('metrics', 'epochs', 'best_epoch', 'stop_reason', 'train_time_s', 'provenance')}
+
 def _execute_locked(spec, root, d, rec, deadline, rerun, device) -> dict:
     ck = ckpt_home(d)
     prev = rec if rerun and rec is not None and rec['status'] == 'done' else None   # the finished record a rerun replaces
+    replaces = _replaced(prev) if prev is not None else (rec or {}).get('replaces')   # kept by an unfinished rerun until it finishes
     if rerun:
         for f in d.iterdir():
             if f.name != '.lock': shutil.rmtree(f) if f.is_dir() else f.unlink()
@@ -468,9 +473,10 @@ def _execute_locked(spec, root, d, rec, deadline, rerun, device) -> dict:
                stages=stages, train_time_s=round(sum(f['train_time_s'] for f in stages), 2), wall_time_s=round(wall, 2),
                sessions=(rec or {}).get('sessions', 0) + killed.get('sessions', 0) + 1,
                killed_sessions=(rec or {}).get('killed_sessions', 0) + killed.get('sessions', 0), note=error, provenance=provenance(device))
-    if prev is not None and status == 'done' and same_numbers(prev.get('metrics'), metrics) and 'date' in prev.get('provenance', {}):
-        rec['provenance'] |= dict(date=prev['provenance']['date'], remade=rec['provenance']['date'])   # the same numbers again (derived
+    if replaces is not None and status == 'done' and same_numbers(replaces.get('metrics'), metrics) and 'date' in replaces.get('provenance', {}):
+        rec['provenance'] |= dict(date=replaces['provenance']['date'], remade=rec['provenance']['date'])   # the same numbers again (derived
         # files made again on a fresh checkout): the runs made from its first finish are not stale (`Plan.status_rows`)
+    elif replaces is not None: rec['replaces'] = replaces              # new numbers (or not finished yet): what the finish it replaces recorded
     if status == 'done': rec['kept_weights'] = keep_weights(d); shutil.rmtree(d/'parked', ignore_errors=True)
     if status == 'done' and spec.carry: rec['carried'] = carry_weights(d)
     write_json(d/'record.json', rec)
