@@ -18,7 +18,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 import torch
-from .registry import check_scale, get_device, markdown_table
+from .registry import check_scale, get_device, markdown_table, num
 from .train import Interrupted
 from .experiment import CorruptRecordError, Spec, _snapshot_dir, ckpt_home, ensure_carried, execute, find_twin, fn_name, load_record, lock_holder, runs_dir
 
@@ -409,8 +409,8 @@ def fmt_ms(metrics: dict, key: str, digits: int = 1, unit: str = '') -> str:
     v = metrics.get(key)
     if v is None: return '(not run)'
     sd, n = metrics.get(f'{key}_std'), metrics.get(f'{key}_n')
-    out = f'{v:.{digits}f}{unit}'
-    if n and n > 1: out = f'{v:.{digits}f} ± {sd:.{digits}f}{unit} ({n} seeds)'
+    out = f'{num(v, digits)}{unit}'
+    if n and n > 1: out = f'{num(v, digits)} ± {num(sd, digits)}{unit} ({n} seeds)'
     elif n == 1: out += ' (1 seed)'
     return out
 

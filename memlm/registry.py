@@ -30,7 +30,7 @@ def pick(scale: str, **by_scale):
 # %% auto #0
 __all__ = ['SCALES', 'MALLOC_KEPT', 'DENORMALS_FLUSHED', 'CODE_AT_START', 'NONFINITE', 'check_scale', 'pick', 'seed_everything',
            'get_device', 'device_name', 'keep_freed_memory', 'flush_denormals', 'results_dir', 'figures_dir',
-           'provenance', 'write_text', 'write_json', 'json_float', 'Experiment', 'load_result', 'read_log',
+           'provenance', 'write_text', 'write_json', 'json_float', 'Experiment', 'load_result', 'read_log', 'num',
            'markdown_table']
 
 # %% ../nbs/01_registry.ipynb #cabb3332
@@ -192,9 +192,13 @@ def read_log(paper: str, name: str, scale: str) -> list[dict]:
     return [json.loads(l) for l in p.read_text().splitlines() if l.strip()] if p.exists() else []
 
 # %% ../nbs/01_registry.ipynb #b16f171d
+def num(v: float, digits: int = 2) -> str:
+    "`v` to `digits` decimals; from a million up (a diverged run's perplexity) in three significant digits, not hundreds."
+    return f'{v:.{digits}f}' if abs(v) < 1e6 else f'{v:.3g}'
+
 def _fmt(v, digits: int = 2) -> str:
     if v is None: return '–'
-    if isinstance(v, float): return f'{v:.{digits}f}' if math.isfinite(v) else str(v)
+    if isinstance(v, float): return num(v, digits) if math.isfinite(v) else str(v)
     return str(v)
 
 def markdown_table(rows: list[dict], columns: list[str] | None = None, digits: int = 2) -> str:
