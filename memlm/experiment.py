@@ -444,8 +444,8 @@ def _replaced(prev: dict) -> dict:
 
 def _execute_locked(spec, root, d, rec, deadline, rerun, device) -> dict:
     ck = ckpt_home(d)
-    prev = rec if rerun and rec is not None and rec['status'] == 'done' else None   # the finished record a rerun replaces
-    replaces = _replaced(prev) if prev is not None else (rec or {}).get('replaces')   # kept by an unfinished rerun until it finishes
+    replaces = (_replaced(rec) if rerun and rec is not None and rec['status'] == 'done'   # the finished record a rerun replaces,
+                else (rec or {}).get('replaces'))                                    # or what an unfinished rerun kept of it
     if rerun:
         for f in d.iterdir():
             if f.name != '.lock': shutil.rmtree(f) if f.is_dir() else f.unlink()

@@ -112,10 +112,10 @@ def _power_by_integral(c: float, df: int, nc: float) -> float:
 
 def seeds_needed(delta: float | None, sd: float | None, alpha: float = ALPHA, target: float = 0.8, n_max: int = 1000) -> int | None:
     "The smallest n >= 2 with `power >= target` for effect `delta` at sd `sd`; None without both (or beyond `n_max`)."
-    if delta is None or sd is None or not delta or not (math.isfinite(delta) and math.isfinite(sd)): return None   # a diverged run: no count
+    if delta is None or sd is None or not delta or not math.isfinite(delta): return None
     if sd == 0: return 2
     z = (st.norm.ppf(1 - alpha / 2) + st.norm.ppf(target)) * sd / abs(delta)
-    if not z * z < n_max: return None                   # beyond n_max (or an sd too large to count with)
+    if not abs(z) < math.sqrt(n_max + 3): return None   # the count would start past n_max; also a nan or diverged (inf) sd (no z² overflow)
     start = max(2, int(z * z) - 2)                       # the normal approximation is never above the t answer by more than this
     for n in range(start, n_max + 1):
         if power(delta, sd, n, alpha) >= target: return n
