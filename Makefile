@@ -58,7 +58,7 @@ export SCALE PAPERS PAPER PARTS RUNS WORKERS TIME_LIMIT SEEDS EXECUTOR RERUN MEM
 help:
 	@echo "make reproduce [SCALE=smoke|cpu|gpu|paper] [PAPERS='...'] [PARTS=a,b] [WORKERS=n] [TIME_LIMIT=s] [MEMLM_DATA=dir] [USE_SYSTEM_TORCH=1]"
 	@echo "make runs PAPER=<paper> RUNS='name:seed ...' [SCALE=...] [WORKERS=n] [TIME_LIMIT=s] [SEEDS=0,1,2] [EXECUTOR=process|local|slurm] [RERUN=1] [MEMLM_DATA=dir]"
-	@echo "make park PAPER=<paper> RUNS='name:seed ...' [SCALE=...]   # an unfinished run's checkpoints into its folder (parked/, committed): it resumes elsewhere"
+	@echo "make park PAPER=<paper> RUNS='name:seed ...' [SCALE=...]   # an unfinished (or still running) run's checkpoints into its folder (parked/, committed): it resumes elsewhere"
 	@echo "make status [PAPER=<paper>] [SCALE=...] [SEEDS=0,1,2] [MEMLM_DATA=dir]  # what a campaign has done and has left (no PAPER: a line per paper)"
 	@echo "make test | make lint | make gpu-check"
 	@echo "make summary    # README, RESULTS.md and the forest plots from the records and claims"
@@ -99,7 +99,8 @@ runs: $(RUN_DEPS)
 	@$(CLI) run --paper "$$PAPER" --scale "$$SCALE" --runs "$$RUNS" --workers "$$WORKERS" --time-limit "$$TIME_LIMIT" \
 	  --seeds "$$SEEDS" --executor "$$EXECUTOR" --data "$$MEMLM_DATA" $${RERUN:+--rerun}
 
-# an unfinished run's checkpoints into its run folder (parked/, committed), so that it resumes on a fresh checkout or machine
+# an unfinished run's checkpoints into its run folder (parked/, committed), so that it resumes on a fresh checkout or machine;
+# a run still training is parked as of its last epoch end (park it every hour or so: a lost machine then costs the epochs since)
 park: $(RUN_DEPS)
 	@$(CLI) park --paper "$$PAPER" --scale "$$SCALE" --runs "$$RUNS" --seeds "$$SEEDS" --data "$$MEMLM_DATA"
 

@@ -84,7 +84,7 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument('--time-limit', default=None, type=time_limit)
     r.add_argument('--executor', default='process', type=choice(EXECUTORS, 'executor'))
     r.add_argument('--rerun', action='store_true', help='train the named runs again even where a record exists (their weights are elsewhere); what they need is reused where it finished')
-    k = sub.add_parser('park', help="copy unfinished runs' checkpoints into their run folders (parked/, committed): they resume on another machine")
+    k = sub.add_parser('park', help="copy unfinished runs' checkpoints into their run folders (parked/, committed; a running run: as of its last epoch end): they resume on another machine")
     common(k); k.add_argument('--runs', required=True, type=run_items)
     s = sub.add_parser('status', help="what a paper's plan has done and has left (no paper: every paper, a line each)")
     common(s, all_papers=True)

@@ -268,14 +268,28 @@ def run_named(paper: str, scale: str, items: list[str], workers: int = 1, time_l
     return sel.run(workers=workers, time_limit_s=time_limit_s, rerun={s.folder for s in sel.parts['selected']} if rerun else False)
 
 # %% ../nbs/05c_plan.ipynb #69a6a98a
-def park(run_dir) -> dict:
-    "Copy the checkpoints of the unfinished run in folder `run_dir` into `<run_dir>/parked/` (whole or not at all); {file: bytes}."
-    d = Path(run_dir); rec = load_record(d); ck = ckpt_home(d)
-    if rec is None or rec['status'] == 'done': raise ValueError(f"{d.name}: {'finished' if rec else 'never run'}, nothing to park")
-    files = sorted(ck.rglob('*.pt')) if ck.exists() else []
-    if not files: raise FileNotFoundError(f'{d.name}: no checkpoint under {ck} (it trained on another machine?)')
-    tmp = d/'.parked.tmp'; shutil.rmtree(tmp, ignore_errors=True)
+def _copy_checkpoints(files: list[Path], ck: Path, tmp: Path) -> bool:
+    "Copy `files` from under `ck` into `tmp` (each stage's `last.pt` first); whether none was rewritten meanwhile."
+    stamp = lambda: [f.stat().st_mtime_ns if f.exists() else None for f in files]
+    before = stamp(); shutil.rmtree(tmp, ignore_errors=True)
     for f in files: (tmp/f.relative_to(ck)).parent.mkdir(parents=True, exist_ok=True); shutil.copy2(f, tmp/f.relative_to(ck))
+    return stamp() == before
+
+def park(run_dir, tries: int = 5) -> dict:
+    """Copy the checkpoints of the unfinished run in folder `run_dir` into `<run_dir>/parked/` (whole or not at all); {file: bytes}.
+    A run still training can be parked too: its checkpoints as of its last epoch end (copied again when it rewrote one meanwhile),
+    so that a machine lost mid-session costs only the epochs since."""
+    d = Path(run_dir); rec = load_record(d); ck = ckpt_home(d)
+    if rec is not None and rec['status'] == 'done': raise ValueError(f"{d.name}: finished, nothing to park")
+    files = sorted(ck.rglob('*.pt'), key=lambda f: (str(f.parent), f.name != 'last.pt', f.name)) if ck.exists() else []
+    if not files: raise FileNotFoundError(f'{d.name}: never run, nothing to park' if rec is None else
+                                          f'{d.name}: no checkpoint under {ck} (it trained on another machine?)')
+    tmp = d/'.parked.tmp'
+    for _ in range(tries):
+        if _copy_checkpoints(files, ck, tmp): break
+    else: shutil.rmtree(tmp, ignore_errors=True); raise RuntimeError(f'{d.name}: its checkpoints changed during each of {tries} copies')
+    if (load_record(d) or {}).get('status') == 'done':                 # it finished while we copied: nothing left to park
+        shutil.rmtree(tmp, ignore_errors=True); raise ValueError(f"{d.name}: finished, nothing to park")
     shutil.rmtree(d/'parked', ignore_errors=True); os.replace(tmp, d/'parked')
     return {str(f.relative_to(ck)): f.stat().st_size for f in files}
 
@@ -283,6 +297,7 @@ def park_named(paper: str, scale: str, items: list[str], seeds: list[int] | None
     "`park` the runs `'name:seed'` of `paper`'s plan at `scale` (`make park`): {run folder: {file: bytes}}."
     plan = paper_plan(paper, scale, sorted(set(seeds)) if seeds is not None else sorted({seed for _, seed in map(_run_item, items)}), data_path)
     return {s.folder: park(plan.dir(s)) for s in plan.select(items).parts['selected']}
+
 
 # %% ../nbs/05c_plan.ipynb #b385c71d
 def _finished(self: Plan, res: Results | None = None, parts=None) -> Results:
@@ -337,7 +352,7 @@ def _status_rows(self: Plan, parts=None) -> list[dict]:
         if status is None and r.get('status') == 'incomplete' and not here:
             status = 'incomplete (checkpoints not here: starts over)' if lost else 'incomplete (parked: resumes here)'
         if status is None and (who := lock_holder(d)): status = f'running ({who})'
-        status = status or r.get('status') or ('interrupted (checkpointed)' if here else
+        status = status or r.get('status') or ('interrupted (checkpointed)' if here else 'parked (resumes here)' if (d/'parked').is_dir() else
                                                f'twin of {t.name} (copied when run)' if (t := find_twin(d.parent, s)) else 'not started')
         if status == 'done' and (h := _run_hours(r)): hours.setdefault(s.name, []).append(h)
         names.append(s.name)
@@ -354,6 +369,7 @@ def _status_rows(self: Plan, parts=None) -> list[dict]:
         if newer: row['status'] = f"stale ({', '.join(newer)} finished after it; RERUN=1)"
     return rows
 Plan.status_rows = _status_rows
+
 
 # %% ../nbs/05c_plan.ipynb #714affa7
 def plan_status(paper: str, scale: str, seeds=(0, 1, 2), data_path: str | None = None, parts=None) -> str:
