@@ -57,8 +57,8 @@ def train_awd(cfg: AWDExp, seed: int, ctx: RunContext) -> dict:
 
 # %% ../nbs/09_awd_lstm.ipynb #35638eaf
 def trained_awd(cfg: AWDExp, run_dir) -> AWDLSTM:
-    """The model a finished `train_awd` run left: its last stage's kept weights (`weights.fp16.pt`, the copy that travels between
-    machines, so that every machine evaluates the same numbers; else its `best.pt`)."""
+    """The model a finished `train_awd` run left: its last stage's exact weights (`final_weights`: its `best.pt`, else the copy
+    committed with it, so that every machine evaluates the same numbers; the fp16 copy only where neither is here)."""
     return final_weights(run_dir, AWDLSTM(cfg.model), 'finetune' if cfg.finetune_epochs else 'train')
 
 @dataclass

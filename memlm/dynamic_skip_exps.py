@@ -180,7 +180,7 @@ def train_ptb(cfg: PTBExp, seed: int, ctx: RunContext) -> dict:
 
 # %% ../nbs/14_dynamic_skip.ipynb #518884cc
 def trained_ptb(cfg: PTBExp, run_dir, vocab_size: int) -> LSTMLM:
-    "The model a finished `train_ptb` run left (its kept weights, else its best checkpoint), loaded from its folder."
+    "The model a finished `train_ptb` run left (its exact weights: `final_weights`), loaded from its folder."
     return final_weights(run_dir, ptb_model(cfg, vocab_size))
 
 # %% ../nbs/14_dynamic_skip.ipynb #4d469013

@@ -4,7 +4,7 @@
 
 # %% ../nbs/05_experiment.ipynb #db5b2726
 from __future__ import annotations
-import contextlib, fcntl, hashlib, json, math, os, shutil, signal, socket, sys, time
+import contextlib, fcntl, hashlib, json, math, os, shutil, signal, socket, sys, time, warnings
 from dataclasses import dataclass, field, fields, is_dataclass, asdict, replace
 from pathlib import Path
 from typing import Any, Callable
@@ -289,16 +289,21 @@ def ensure_carried(spec, d, rec: dict) -> dict:
 
 # %% ../nbs/05_experiment.ipynb #48261dbd
 def final_weights(run_dir, model, stage: str = 'train'):
-    "Load a finished run's kept weights (`weights.fp16.pt`, else its `best.pt`, else its carried copy) into `model` (its dtype); a clear error where there are none."
+    """Load a finished run's weights into `model` (its dtype): the exact ones (its `best.pt`, else its carried copy), so that a run
+    made from them gives the same numbers on any machine; its fp16 copy (`weights.fp16.pt`) only where neither is here, with a
+    warning (a GPU campaign's archive brings back only that); a clear error where there are none."""
     d = ckpt_home(run_dir)/stage; f = d/'weights.fp16.pt'
-    if f.exists(): sd = torch.load(f, map_location='cpu', weights_only=True)
-    elif (d/'best.pt').exists(): sd = torch.load(d/'best.pt', map_location='cpu', weights_only=True)['model']
+    if (d/'best.pt').exists(): sd = torch.load(d/'best.pt', map_location='cpu', weights_only=True)['model']
     elif (cf := carried_path(run_dir, stage)).exists(): sd = torch.load(cf, map_location='cpu', weights_only=True)['model']
+    elif f.exists():
+        warnings.warn(f'{Path(run_dir).name}: only its fp16 weights are here ({f}): numbers made from them differ from the trained model\'s')
+        sd = torch.load(f, map_location='cpu', weights_only=True)
     else: raise FileNotFoundError(f'{d}: no kept weights for this run (weights are not committed). Retrain it: '
                                   f'{runs_command(run_dir)} (or set MEMLM_CKPT to where they are)')
     ref = model.state_dict()
     model.load_state_dict({k: v.to(ref[k].dtype) if k in ref else v for k, v in sd.items()})
     return model
+
 
 # %% ../nbs/05_experiment.ipynb #2bc59552
 def best_checkpoint(run_dir, stage: str = 'train') -> Path:

@@ -83,7 +83,7 @@ def train_lm(cfg: LMExp, seed: int, ctx: RunContext) -> dict:
 
 # %% ../nbs/13_meta_dynamic.ipynb #0fcb6b98
 def trained_lm(cfg: LMExp, run_dir) -> AWDLSTM:
-    "The LM a finished `train_lm` run left (its kept weights, else its best checkpoint), loaded from its folder."
+    "The LM a finished `train_lm` run left (its exact weights: `final_weights`), loaded from its folder."
     return final_weights(run_dir, AWDLSTM(cfg.model), cfg.stage)
 
 def full_corpus(cfg: CorpusExp) -> Corpus:

@@ -80,7 +80,7 @@ def train_pilm(cfg: PILMExp, seed: int, ctx: RunContext) -> dict:
 
 # %% ../nbs/11_phrase_induction.ipynb #8bf7e4df
 def trained_pilm(cfg: PILMExp, run_dir) -> nn.Module:
-    "The model a finished `train_pilm` run left (its last stage's kept weights, else its best checkpoint), loaded from its folder."
+    "The model a finished `train_pilm` run left (its last stage's exact weights: `final_weights`), loaded from its folder."
     return final_weights(run_dir, build_pilm(cfg), 'finetune' if cfg.finetune_epochs else 'train')
 
 # %% ../nbs/11_phrase_induction.ipynb #82bc90f9

@@ -67,7 +67,7 @@ def train_lm(cfg: ShortAttnExp, seed: int, ctx: RunContext) -> dict:
 
 # %% ../nbs/12_short_attention.ipynb #7de0b90b
 def trained_lm(cfg: ShortAttnExp, run_dir) -> ShortAttentionLM:
-    "The model a finished `train_lm` run left (its kept weights, else its best checkpoint), loaded from its folder."
+    "The model a finished `train_lm` run left (its exact weights: `final_weights`), loaded from its folder."
     return final_weights(run_dir, ShortAttentionLM(cfg.model))
 
 # %% ../nbs/12_short_attention.ipynb #ac7eccc9

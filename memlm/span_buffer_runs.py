@@ -123,7 +123,7 @@ def train_lm(cfg: SNBExp, seed: int, ctx: RunContext) -> dict:
 
 # %% ../nbs/10_span_buffer.ipynb #04e5cfa3
 def trained_lm(cfg: SNBExp, run_dir) -> nn.Module:
-    "The model a finished `train_lm` run left (its last stage's kept weights, else its best checkpoint), loaded from its folder."
+    "The model a finished `train_lm` run left (its last stage's exact weights: `final_weights`), loaded from its folder."
     return final_weights(run_dir, build_lm(cfg), 'finetune' if cfg.finetune_epochs else 'train')
 
 # %% ../nbs/10_span_buffer.ipynb #c1095ec6
