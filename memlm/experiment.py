@@ -14,11 +14,11 @@ from .registry import (check_scale, results_dir, provenance, write_json, _jsonab
 from .train import fit, save_checkpoint, TimeLimitReached, Interrupted
 
 # %% auto #0
-__all__ = ['NotebookParams', 'snapshot', 'read_params', 'fn_name', 'stable_key', 'key_name', 'type_name', 'config_dict',
-           'key_dict', 'content_key', 'data_identity', 'Spec', 'borrow', 'ckpt_home', 'stop_reason', 'fit_summary',
-           'RunContext', 'ToyConfig', 'toy_regression', 'runs_dir', 'keep_weights', 'runs_command', 'carried_path',
-           'carry_weights', 'ensure_carried', 'final_weights', 'best_checkpoint', 'CorruptRecordError', 'load_record',
-           'run_lock', 'lock_holder', 'find_twin', 'execute', 'same_numbers', 'global_reads']
+__all__ = ['LOADED_WEIGHTS', 'NotebookParams', 'snapshot', 'read_params', 'fn_name', 'stable_key', 'key_name', 'type_name',
+           'config_dict', 'key_dict', 'content_key', 'data_identity', 'Spec', 'borrow', 'ckpt_home', 'stop_reason',
+           'fit_summary', 'RunContext', 'ToyConfig', 'toy_regression', 'runs_dir', 'keep_weights', 'runs_command',
+           'carried_path', 'carry_weights', 'ensure_carried', 'final_weights', 'best_checkpoint', 'CorruptRecordError',
+           'load_record', 'run_lock', 'lock_holder', 'find_twin', 'execute', 'same_numbers', 'global_reads']
 
 # %% ../nbs/05_experiment.ipynb #3edf2536
 @dataclass
@@ -288,20 +288,23 @@ def ensure_carried(spec, d, rec: dict) -> dict:
 
 
 # %% ../nbs/05_experiment.ipynb #48261dbd
+LOADED_WEIGHTS: list = []   # what `final_weights` loaded in this process since `execute` began its run: the run's record keeps it
+
 def final_weights(run_dir, model, stage: str = 'train'):
     """Load a finished run's weights into `model` (its dtype): the exact ones (its `best.pt`, else its carried copy), so that a run
     made from them gives the same numbers on any machine; its fp16 copy (`weights.fp16.pt`) only where neither is here, with a
     warning (a GPU campaign's archive brings back only that); a clear error where there are none."""
     d = ckpt_home(run_dir)/stage; f = d/'weights.fp16.pt'
-    if (d/'best.pt').exists(): sd = torch.load(d/'best.pt', map_location='cpu', weights_only=True)['model']
-    elif (cf := carried_path(run_dir, stage)).exists(): sd = torch.load(cf, map_location='cpu', weights_only=True)['model']
+    if (d/'best.pt').exists(): sd, kind = torch.load(d/'best.pt', map_location='cpu', weights_only=True)['model'], 'best.pt'
+    elif (cf := carried_path(run_dir, stage)).exists(): sd, kind = torch.load(cf, map_location='cpu', weights_only=True)['model'], cf.name
     elif f.exists():
         warnings.warn(f'{Path(run_dir).name}: only its fp16 weights are here ({f}): numbers made from them differ from the trained model\'s')
-        sd = torch.load(f, map_location='cpu', weights_only=True)
+        sd, kind = torch.load(f, map_location='cpu', weights_only=True), f.name
     else: raise FileNotFoundError(f'{d}: no kept weights for this run (weights are not committed). Retrain it: '
                                   f'{runs_command(run_dir)} (or set MEMLM_CKPT to where they are)')
     ref = model.state_dict()
     model.load_state_dict({k: v.to(ref[k].dtype) if k in ref else v for k, v in sd.items()})
+    LOADED_WEIGHTS.append(dict(run=Path(run_dir).name, stage=stage, file=kind, exact=kind != f.name))
     return model
 
 
@@ -467,6 +470,7 @@ def _execute_locked(spec, root, d, rec, deadline, rerun, device) -> dict:
     ctx = RunContext(d, device, deadline)
     seed_everything(spec.seed)
     t0, status, metrics, error, stopped = time.time(), 'done', None, None, None
+    LOADED_WEIGHTS.clear()
     try: metrics = spec.fn(spec.cfg, spec.seed, ctx)
     except TimeLimitReached as e: status, error, stopped = 'incomplete', str(e), e
     stages = ctx.fits + ([cut] if status == 'incomplete' and (cut := _stage_so_far(ctx)) else [])
@@ -478,6 +482,7 @@ def _execute_locked(spec, root, d, rec, deadline, rerun, device) -> dict:
                stages=stages, train_time_s=round(sum(f['train_time_s'] for f in stages), 2), wall_time_s=round(wall, 2),
                sessions=(rec or {}).get('sessions', 0) + killed.get('sessions', 0) + 1,
                killed_sessions=(rec or {}).get('killed_sessions', 0) + killed.get('sessions', 0), note=error, provenance=provenance(device))
+    if LOADED_WEIGHTS: rec['weights_loaded'] = list(LOADED_WEIGHTS)   # the trained runs it read, and which copy of each
     if replaces is not None and status == 'done' and same_numbers(replaces.get('metrics'), metrics) and 'date' in replaces.get('provenance', {}):
         rec['provenance'] |= dict(date=replaces['provenance']['date'], remade=rec['provenance']['date'])   # the same numbers again (derived
         # files made again on a fresh checkout): the runs made from its first finish are not stale (`Plan.status_rows`)
