@@ -59,9 +59,9 @@ def _record(d: Path) -> dict | None:
 def pending(items, seeds=(0, 1, 2), data_path: str | None = None, device: str | None = None,
             pinned: list | None = None, alone: set | None = None, remake: set | None = None) -> list[tuple[Plan, Spec]]:
     """The runs not yet done, in priority order: `items` are `(paper, scale, parts)` or `(Plan, parts)`. With `device`: only the
-    runs whose seed (the item's runs of that seed, the run itself included: a started run finishes where it started) has
-    trained on no device yet or on this kind, so that both arms of a seed train on one kind; the others go to `pinned` as
-    `(folder, kind they need)`. The run folders of items marked `'alone'` go to `alone`. A run a finished twin gives (`find_twin`) is not pending: the first plan that reads it copies it. A finished run that a pending run extends
+    runs whose seed (the runs of that seed in the item and in the same comparison, `Plan.pair_groups`, the run itself included:
+    a started run finishes where it started) has trained on no device yet or on this kind, so that both arms of a seed train on
+    one kind; the others go to `pinned` as `(folder, kind they need)`. The run folders of items marked `'alone'` go to `alone`. A run a finished twin gives (`find_twin`) is not pending: the first plan that reads it copies it. A finished run that a pending run extends
     or needs, and whose derived files (`Spec.derived`, e.g. statistics git does not keep) are not on this machine, is listed just
     before the first run that reads it, and its folder goes to `remake`: it is trained again first."""
     out, seen = [], set()
@@ -70,13 +70,14 @@ def pending(items, seeds=(0, 1, 2), data_path: str | None = None, device: str | 
         specs = plan.specs([p for p in parts if p in plan.parts])
         recs = {s.folder: _record(plan.dir(s)) for s in specs}              # each record read once
         on = {f: device_kind(r.get('provenance', {}).get('device')) for f, r in recs.items() if r}   # the kind each run trained on
-        kinds = {}                                                         # seed -> kinds its runs trained on
-        for s in specs: kinds.setdefault(s.seed, set()).update({on[s.folder]} if s.folder in on else set())
+        arms = lambda s: (s.seed, plan.pair_groups.get(s.name))            # one seed of one comparison: its arms train on one kind
+        kinds = {}                                                         # (seed, comparison) -> kinds its runs trained on
+        for s in specs: kinds.setdefault(arms(s), set()).update({on[s.folder]} if s.folder in on else set())
         for s in specs:
             d = plan.dir(s)
             if (recs[s.folder] or {}).get('status') == 'done' or d in seen: continue
             if recs[s.folder] is None and find_twin(d.parent, s) is not None: continue   # a finished twin: copied where a plan reads it (a render), not run here
-            other = kinds[s.seed]                                          # its partners' kinds and, if it started, its own
+            other = kinds[arms(s)]                                         # its partners' kinds and, if it started, its own
             if device is not None and other and device_kind(device) not in other:
                 if pinned is not None: pinned.append((s.folder, ', '.join(sorted(other))))
                 continue

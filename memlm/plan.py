@@ -79,6 +79,7 @@ class Plan:
     parts: dict = field(default_factory=dict)  # part -> list of Spec (empty: a part computed in the notebook)
     root: Path | None = None                   # default: results/<scale>/<paper>/runs
     retired: list = field(default_factory=list)  # recorded runs of a former recipe: still found (kept, indexed), never run
+    pair_groups: dict = field(default_factory=dict)  # run name -> the comparison it is an arm of (a campaign trains one seed's arms on one kind of device); unlisted names: one per campaign item
     def __post_init__(self):
         check_scale(self.scale)
         self.root = Path(self.root) if self.root else runs_dir(self.paper, self.scale)

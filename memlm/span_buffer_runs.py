@@ -485,5 +485,7 @@ def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Pla
         'throughput': [Spec(snb_throughput, tp, seeds[0], name='throughput', data_id=data_identity(cfgs['awd'].corpus))],
         'screen': screen_specs(main, S.screen_epochs) if S.screen_epochs else [],
         'forms': form_specs(_printed(main, scale), READING) if scale == 'cpu' else []})
+    # the MoS rows are a comparison of their own: a campaign may train them on a GPU though the AWD-LSTM rows of a seed trained on the CPU
+    plan.pair_groups = {s.name: 'wt2_mos' if s.name.startswith('wt2_') else 'mos' for s in plan.specs(['lm', 'dynamic_eval', 'wt2']) if 'mos' in s.name}
     former = sum(check_specs(S, TrainConfig(**(CHECK_TRAIN | FORMER_CHECK_SCHEDULE)), seeds[:1]), []) if scale != 'smoke' else []
     return core.with_retired(plan, make_plan, seeds, data_path, former)   # the runs of the former cpu recipe and the checks' former rule stay found
