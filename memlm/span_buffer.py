@@ -16,10 +16,10 @@ from .tasks import LMTask
 from .evaluate import lm_windows, focus_windows, model_device
 
 # %% auto #0
-__all__ = ['POLICIES', 'REWARD_FORMS', 'SNBConfig', 'span_diffs', 'slot_index', 'slot_mask', 'slot_windows', 'tanh_scores',
-           'SpanBuffer', 'gate_logprobs', 'interpolate', 'mix', 'SNBState', 'SNBAux', 'SpanBufferLM', 'snb_settings',
-           'intrinsic_reward', 'reward_term', 'snb_extra_loss', 'SNBTask', 'snb_evaluate', 'attention_snapshot',
-           'reward_grad_ratio']
+__all__ = ['POLICIES', 'REWARD_FORMS', 'CPU_BLOCK', 'SNBConfig', 'span_diffs', 'slot_index', 'slot_mask', 'slot_windows',
+           'tanh_scores', 'SpanBuffer', 'gate_logprobs', 'interpolate', 'mix', 'SNBState', 'SNBAux', 'SpanBufferLM',
+           'snb_settings', 'intrinsic_reward', 'reward_term', 'snb_extra_loss', 'SNBTask', 'snb_evaluate',
+           'attention_snapshot', 'reward_grad_ratio']
 
 # %% ../nbs/10_span_buffer.ipynb #62399e8a
 POLICIES = ('gate', 'rnn', 'buffer', 'oracle')   # evaluation policies: Eq. 9 with the gate; λ≡0; λ≡1; max(p, q) (a bound)
@@ -106,49 +106,63 @@ def slot_windows(P: Tensor, T: int, m: int, stride: int) -> Tensor:
     return P.as_strided((T, m, *P.shape[1:]), (st, stride * st, *P.stride()[1:]), P.storage_offset())
 
 # %% ../nbs/10_span_buffer.ipynb #c8b3f7ff
+CPU_BLOCK = 2**19   # elements of one block of `_TanhScores` on a CPU (2 MiB in float32: it stays in a core's L2 cache)
+
+def _tanh_blocks(T: int, m: int, n: int, a: int, S: int, budget: int | None) -> tuple[int, int]:
+    "(positions, sequences) per block: up to S positions of the whole batch within `budget` elements, else one position of part of it."
+    per = m * n * a
+    if budget is None or budget >= per: return max(1, min(S, T, (budget or per * S) // per)), n
+    return 1, max(1, min(n, budget // (m * a)))
+
 class _TanhScores(torch.autograd.Function):
-    "γ[τ, j] = vᵀ tanh(P[τ + j·S] + Q[τ]) in blocks of S positions, tanh as 2σ(2x) − 1; see `tanh_scores`."
+    "γ[τ, j] = vᵀ tanh(P[τ + j·S] + Q[τ]) block by block, tanh as 2σ(2x) − 1; see `tanh_scores`."
     @staticmethod
-    def _block(win, Q2, t, S, buf):
-        "σ(2x) of the block of positions t..t+S-1 `[S', m, n, a]`, written into `buf` (one buffer for every block)."
-        w = win[t:t + S]
-        return torch.add(w, Q2[t:t + S, None], out=buf[:w.numel()].view(w.shape)).sigmoid_()
+    def _block(win, Q2, t, k, bt, bn, buf):
+        "σ(2x) of positions t..t+bt-1, sequences k..k+bn-1 `[bt', m, bn', a]`, written into `buf` (one buffer for every block)."
+        w = win[t:t + bt, :, k:k + bn]
+        return torch.add(w, Q2[t:t + bt, None, k:k + bn], out=buf[:w.numel()].view(w.shape)).sigmoid_()
 
     @staticmethod
-    def forward(ctx, P, Q, v, stride: int, m: int):
+    def forward(ctx, P, Q, v, stride: int, m: int, budget: int | None):
         T, n, a = Q.shape
+        bt, bn = _tanh_blocks(T, m, n, a, stride, budget)
         P2, Q2, v2 = (2 * P).contiguous(), 2 * Q, 2 * v
-        win, out, buf = slot_windows(P2, T, m, stride), Q.new_empty(T, m, n), Q.new_empty(min(stride, T) * m * n * a)
-        for t in range(0, T, stride):
-            s = _TanhScores._block(win, Q2, t, stride, buf)
-            torch.mv(s.view(-1, a), v2, out=out[t:t + stride].view(-1))
-        ctx.save_for_backward(P2, Q2, v); ctx.stride = stride                    # backward recomputes each block: nothing [T, m, n, a] is kept
+        win, out, buf = slot_windows(P2, T, m, stride), Q.new_empty(T, m, n), Q.new_empty(bt * m * bn * a)
+        for t in range(0, T, bt):
+            for k in range(0, n, bn):
+                out[t:t + bt, :, k:k + bn] = _TanhScores._block(win, Q2, t, k, bt, bn, buf) @ v2
+        ctx.save_for_backward(P2, Q2, v); ctx.blocks = stride, bt, bn     # backward recomputes each block: nothing [T, m, n, a] is kept
         return out.sub_(v.sum())
 
     @staticmethod
     def backward(ctx, g):
         P2, Q2, v = ctx.saved_tensors
-        S, (T, m, n), a = ctx.stride, g.shape, v.shape[0]
+        (S, bt, bn), (T, m, n), a = ctx.blocks, g.shape, v.shape[0]
         dP, dQ, dv = torch.zeros_like(P2), g.new_empty(T, n, a), torch.zeros_like(v)
-        win, dwin, v4 = slot_windows(P2, T, m, S), slot_windows(dP, T, m, S), 4 * v
-        buf, dbuf = (g.new_empty(min(S, T) * m * n * a) for _ in range(2))
-        for t in range(0, T, S):
-            s, gt = _TanhScores._block(win, Q2, t, S, buf), g[t:t + S]
-            dv.addmv_(s.view(-1, a).T, gt.reshape(-1), alpha=2)
-            dx = torch.addcmul(s, s, s, value=-1, out=dbuf[:s.numel()].view(s.shape)).mul_(gt[..., None]).mul_(v4)   # g · v ⊙ (1 − tanh²x)
-            torch.sum(dx, 1, out=dQ[t:t + S]); dwin[t:t + S] += dx                      # distinct rows within a block
-        return dP, dQ, dv.sub_(g.sum()), None, None
+        win, dwin = slot_windows(P2, T, m, S), slot_windows(dP, T, m, S)
+        buf, dbuf = (g.new_empty(bt * m * bn * a) for _ in range(2))
+        for t in range(0, T, bt):
+            for k in range(0, n, bn):
+                s, gt = _TanhScores._block(win, Q2, t, k, bt, bn, buf), g[t:t + bt, :, k:k + bn]
+                dv.addmv_(s.view(-1, a).T, gt.reshape(-1))
+                e = torch.ops.aten.sigmoid_backward.grad_input(gt[..., None].expand_as(s), s, grad_input=dbuf[:s.numel()].view(s.shape))  # g σ(1 − σ)
+                dQ[t:t + bt, k:k + bn] = e.sum(1); dwin[t:t + bt, :, k:k + bn] += e        # distinct rows within a block (bt <= S)
+        v4 = 4 * v                                                                         # d tanh(x)/dx = 4σ(2x)(1 − σ(2x)), times v: once, at the end
+        return dP.mul_(v4), dQ.mul_(v4), dv.mul_(2).sub_(g.sum()), None, None, None
 
 # %% ../nbs/10_span_buffer.ipynb #d6b6a9c6
 def tanh_scores(P: Tensor,      # [N, n, a] W_s s_i of every difference
                 Q: Tensor,      # [T, n, a] W_h h_t of every position
                 v: Tensor,      # [a]
                 stride: int,    # S: rows between consecutive slots of a position
-                m: int          # slots per position (row τ + (m-1)·S must exist)
+                m: int,         # slots per position (row τ + (m-1)·S must exist)
+                block: int | None = -1  # elements per block of [T, m, n, a]; -1: by device (`CPU_BLOCK` on a CPU, S positions of the batch elsewhere); None: S positions
                ) -> Tensor:
     "Eq. 7 with `tanh`, `γ[τ, j, n] = vᵀ tanh(P[τ + j·S, n] + Q[τ, n])`: `[T, m, n]`."
     if P.shape[0] < Q.shape[0] + (m - 1) * stride: raise ValueError(f'P has {P.shape[0]} rows; {Q.shape[0]} positions with {m} slots {stride} apart need {Q.shape[0] + (m - 1) * stride}')
-    return _TanhScores.apply(P, Q, v, stride, m)
+    if block == -1: block = CPU_BLOCK if Q.device.type == 'cpu' else None
+    if block is not None and block < 1: raise ValueError(f'block must be a positive number of elements, None or -1; got {block}')
+    return _TanhScores.apply(P, Q, v, stride, m, block)
 
 # %% ../nbs/10_span_buffer.ipynb #25d44676
 class SpanBuffer(nn.Module):
