@@ -4,7 +4,7 @@
 
 # %% ../nbs/10_span_buffer.ipynb #8d218e75
 from __future__ import annotations
-import contextlib, math
+import contextlib, math, statistics, time
 from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 import torch
@@ -19,7 +19,7 @@ from .evaluate import lm_windows, focus_windows, model_device
 __all__ = ['POLICIES', 'REWARD_FORMS', 'CPU_BLOCK', 'SNBConfig', 'span_diffs', 'slot_index', 'slot_mask', 'slot_windows',
            'tanh_scores', 'SpanBuffer', 'gate_logprobs', 'interpolate', 'mix', 'SNBState', 'SNBAux', 'SpanBufferLM',
            'snb_settings', 'intrinsic_reward', 'reward_term', 'snb_extra_loss', 'SNBTask', 'snb_evaluate',
-           'attention_snapshot', 'reward_grad_ratio']
+           'attention_snapshot', 'reward_grad_ratio', 'score_parts']
 
 # %% ../nbs/10_span_buffer.ipynb #62399e8a
 POLICIES = ('gate', 'rnn', 'buffer', 'oracle')   # evaluation policies: Eq. 9 with the gate; λ≡0; λ≡1; max(p, q) (a bound)
@@ -441,3 +441,28 @@ def reward_grad_ratio(model: SpanBufferLM, data: Tensor, batch_size: int, bptt: 
             ratios.append(float(norms[1] / norms[0]))
     finally: model.snb = old
     return sum(ratios) / len(ratios)
+
+# %% ../nbs/10_span_buffer.ipynb #7a1c55e1
+def score_parts(model: SpanBufferLM, bsz: int, bptt: int, rounds: int = 5) -> dict:
+    "Seconds (medians over `rounds`, after one untimed) of the tanh score's parts at a step's sizes, forward + backward: `projection`, `pairwise`."
+    buf, c = model.buffer, model.snb
+    if c.score != 'tanh': raise ValueError(f"score_parts times the tanh score; this model's score is {c.score!r}")
+    w = buf.W_s.weight
+    sync = torch.cuda.synchronize if w.device.type == 'cuda' else (lambda: None)
+    mem, src, h = (torch.randn(k, bsz, w.shape[1], dtype=w.dtype, device=w.device) for k in (c.mem_len, bptt, bptt))
+    src.requires_grad_()
+    def projection():
+        P = span_diffs(torch.cat([buf.W_s(mem), buf.W_s(src)]), c.gap)
+        torch.autograd.grad(P, [w, src], torch.ones_like(P))
+        return P.detach()
+    P, Q, v = projection().requires_grad_(), buf.W_h(h).detach().requires_grad_(), buf.v.weight[0].detach().requires_grad_()
+    def pairwise():
+        g = tanh_scores(P, Q, v, c.stride, c.n_slots)
+        torch.autograd.grad(g, [P, Q, v], torch.ones_like(g))
+    out = {}
+    for name, f in (('projection', projection), ('pairwise', pairwise)):
+        f(); secs = []
+        for _ in range(rounds):
+            sync(); t0 = time.perf_counter(); f(); sync(); secs.append(time.perf_counter() - t0)
+        out[name] = statistics.median(secs)
+    return out

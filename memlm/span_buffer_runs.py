@@ -26,7 +26,7 @@ from .experiment import Spec, borrow, RunContext, data_identity, final_weights
 from .plan import Plan
 import memlm.awd_lstm as core
 from .span_buffer import (REWARD_FORMS, SNBConfig, SNBTask, SpanBufferLM, attention_snapshot, interpolate, reward_grad_ratio,
-                               snb_evaluate, snb_extra_loss)   # the method
+                               score_parts, snb_evaluate, snb_extra_loss)   # the method
 
 # %% ../nbs/10_span_buffer.ipynb #8eb95a87
 KEY_MODULE = 'memlm.span_buffer'   # what run keys call this module: its experiment functions were first recorded there
@@ -204,7 +204,7 @@ class ThroughputExp:
 
 # %% ../nbs/10_span_buffer.ipynb #0d3b1a62
 def snb_throughput(cfg: ThroughputExp, seed: int, ctx: RunContext) -> dict:
-    "Tokens/s of +SNB (tanh and linear score) and of the mixture floor, each ÷ the base AWD-LSTM's; the targets-only speed-up; the η check."
+    "Tokens/s of +SNB (tanh and linear score) and of the mixture floor, each ÷ the base AWD-LSTM's; the tanh score's parts; the targets-only speed-up; the η check."
     step, out = LMStep(cfg.model.vocab_size, bsz=cfg.batch_size, bptt=cfg.bptt), {}
     torch.manual_seed(seed)
     base = AWDLSTM(cfg.model).to(ctx.device)
@@ -214,6 +214,12 @@ def snb_throughput(cfg: ThroughputExp, seed: int, ctx: RunContext) -> dict:
             tp = throughput(m, base, step, rounds=cfg.rounds, threads=cfg.threads)
             key = f'L{L}_B{B}' + ('' if score == 'tanh' else '_linear')
             out |= {f'{key}/ratio': tp['ratio'], f'{key}/tokens_per_s': tp['tokens_per_s'], f'{key}/base_tokens_per_s': tp['ref_tokens_per_s']}
+            if score == 'tanh':   # the score's parts alone, in units of the base's step (its time per token here x tokens per step)
+                n0 = torch.get_num_threads()
+                if cfg.threads: torch.set_num_threads(cfg.threads)
+                try: parts = score_parts(m, cfg.batch_size, cfg.bptt, cfg.rounds)
+                finally: torch.set_num_threads(n0)
+                out |= {f'{key}/{k}_cost': s * tp['ref_tokens_per_s'] / step.tokens for k, s in parts.items()}
     tp = throughput(MixtureFloorLM(cfg.model).to(ctx.device), base, step, rounds=cfg.rounds, threads=cfg.threads)
     out |= {'floor/ratio': tp['ratio'], 'floor/tokens_per_s': tp['tokens_per_s'], 'threads': tp['threads']}
     L, B = cfg.buffers[0]
