@@ -26,6 +26,7 @@ PRIORITY = (
     ('meta_dynamic', 'cpu', ('pilot', 'learning')),                 # the meta-learner's budget pilots, then (budget fixed) its learning runs
     ('meta_dynamic', 'cpu', ('learning_ptb',)),                     # its PTB learners (linear and MLP), on the core's PTB LM trained here
     ('span_buffer', 'cpu', ('lm', 'dynamic_eval')),                 # span buffer Table 1 on the chosen reward reading
+    ('span_buffer', 'cpu', ('ablations', 'readings', 'sweep')),     # its Table 3 ablations, the readings and the Table 5 sweep (one seed each)
     ('awd_lstm', 'gpu', ('gpu_fit',), 'alone'),                     # which gpu scale fits: candidates timed packed, nothing beside them
     ('dynamic_skip', 'cpu', ('ner_schedule',)),                     # the NER schedule pilot, then Table 2 on the schedule it fixes
     ('dynamic_skip', 'cpu', ('ner',)),
