@@ -20,7 +20,7 @@ from pathlib import Path
 import torch
 from .registry import check_scale, get_device, markdown_table, num
 from .train import Interrupted
-from .experiment import CorruptRecordError, Spec, _snapshot_dir, ckpt_home, ensure_carried, execute, find_twin, fn_name, load_record, lock_holder, runs_dir
+from .experiment import CorruptRecordError, Spec, _snapshot_dir, ckpt_home, ensure_carried, execute, find_twin, fn_name, key_name, load_record, lock_holder, runs_dir
 
 # %% ../nbs/05c_plan.ipynb #2c3ddca9
 def _worker_init(threads: int | None):
@@ -338,11 +338,30 @@ def _hours_left(r: dict, from_start: bool = False) -> float | None:
     done, left = sum(x.get('epochs') or 0 for x in st), sum(max((x.get('epoch_cap') or 0) - (x.get('epochs') or 0), 0) for x in st)
     return r['wall_time_s'] / done * (left + done * from_start) / 3600 if done and left and r.get('wall_time_s') else None
 
+# %% ../nbs/05c_plan.ipynb #c4f1e0a7
+def _epoch_cap(spec: Spec) -> int | None:
+    "The epochs a run's config trains (`epochs`, or its `train.epochs`), or None."
+    return getattr(spec.cfg, 'epochs', None) or getattr(getattr(spec.cfg, 'train', None), 'epochs', None)
+
+def _former_hours(d: Path, spec: Spec) -> float | None:
+    """Hours a run not started may need, read off finished runs of the same name and function under other keys beside its folder `d`
+    (a former recipe's, kept as retired runs) that trained on a CPU: the median of their hours per epoch times this run's epochs where
+    both are known, else of their hours; None without one."""
+    est = []
+    for f in d.parent.glob(f'{spec.name}-s*-*'):
+        if f.name.rsplit('-', 1)[-1] == spec.key: continue                  # its own key: its seeds count as such
+        try: r = load_record(f)
+        except CorruptRecordError: continue
+        if not r or r.get('status') != 'done' or r.get('fn') != key_name(spec.fn) or r.get('name') != spec.name: continue
+        if not str((r.get('provenance') or {}).get('device', '')).lower().startswith('cpu') or not (h := _run_hours(r)): continue
+        est.append(h / r['epochs'] * cap if r.get('epochs') and (cap := _epoch_cap(spec)) else h)
+    return statistics.median(est) if est else None
+
 # %% ../nbs/05c_plan.ipynb #dbedbdd6
 def _status_rows(self: Plan, parts=None) -> list[dict]:
     """One row per run of `parts` (default all, with what they need), read from disk: done, incomplete, not started or a finished twin's copy to be, with epochs
     and why it stopped; a run not done has `est_h`: what its own interrupted record says it has left (`_hours_left`), else the median
-    hours of the same run's finished seeds, else None."""
+    hours of the same run's finished seeds, else what a former run of its name took on a CPU (`_former_hours`), else None; `est_from` says which."""
     rows, names, hours, specs, when = [], [], {}, self.specs(parts), {}
     for s in specs:
         d = self.dir(s)
@@ -362,8 +381,12 @@ def _status_rows(self: Plan, parts=None) -> list[dict]:
                          epochs=r.get('epochs') if status == 'done' else (_logged_epochs(d) if d.exists() else None),
                          stopped=r.get('stop_reason'), train_h=round(r['train_time_s'] / 3600, 2) if r.get('train_time_s') else None,
                          est_h=None if status == 'done' else _hours_left(r, from_start=lost), device=(r.get('provenance') or {}).get('device')))
-    for row, name in zip(rows, names):
-        if row['status'] != 'done' and row['est_h'] is None and name in hours: row['est_h'] = statistics.median(hours[name])
+        rows[-1]['est_from'] = 'its own log' if rows[-1]['est_h'] else None
+    for row, name, s in zip(rows, names, specs):
+        if row['status'] == 'done' or row['est_h'] is not None: continue
+        if name in hours: row['est_h'], row['est_from'] = statistics.median(hours[name]), 'its finished seeds'
+        elif (h := _former_hours(self.dir(s), s)) is not None: row['est_h'], row['est_from'] = h, 'a former run of its name'
+    for row in rows:
         if row['est_h']: row['est_h'] = round(row['est_h'], 2)
     for row, s in zip(rows, specs):                   # a run made from a need that was trained again after it: its numbers are the old need's
         newer = [r.folder for r in s.needs if s.folder in when and when.get(r.folder, when[s.folder]) > when[s.folder]]
@@ -379,7 +402,7 @@ def plan_status(paper: str, scale: str, seeds=(0, 1, 2), data_path: str | None =
     n = {k: sum(r['status'] == k for r in rows) for k in dict.fromkeys(r['status'] for r in rows)}
     left = [r for r in rows if r['status'] != 'done']
     est = sum(r['est_h'] for r in left if r['est_h']); unknown = sum(not r['est_h'] for r in left)
-    eta = ((f"; left: about {est:.1f} h for {len(left) - unknown} runs whose other seeds finished or that stopped part-way (one process each; their devices are in the table)"
+    eta = ((f"; left: about {est:.1f} h for {len(left) - unknown} runs (one process each, from `est_from`: a run's own log, its finished seeds, or a former run of its name on a CPU)"
             + (f", {unknown} without an estimate" if unknown else '')) if unknown < len(left) else f'; {len(left)} left, without an estimate') if left else ''
     return (markdown_table(rows, list(rows[0])) if rows else '_no runs_\n') + f"\n{paper} ({scale}): " + ', '.join(f'{v} {k}' for k, v in n.items()) + eta
 
