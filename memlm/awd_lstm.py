@@ -161,7 +161,7 @@ def pack_specs(scale: str, seed: int) -> list[Spec]:
 import json, statistics
 from pathlib import Path
 from .experiment import load_record, CorruptRecordError
-from .campaign import device_kind
+from .registry import device_kind
 
 def recorded_gpu_epochs(root: Path,             # a results root (`results/`)
                         epochs: int,            # the recipe's length

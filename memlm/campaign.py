@@ -10,11 +10,10 @@ import multiprocessing as mp
 from pathlib import Path
 from .experiment import Spec, execute, find_twin, load_record, ckpt_home, CorruptRecordError
 from .plan import Plan, paper_plan, _requires
-from .registry import results_dir
+from .registry import device_kind, results_dir
 
 # %% auto #0
-__all__ = ['PRIORITY', 'MAX_FILES', 'MAX_BYTES', 'device_kind', 'gpu_scale_set', 'held_items', 'pending', 'run_campaign', 'pack',
-           'unpack']
+__all__ = ['PRIORITY', 'MAX_FILES', 'MAX_BYTES', 'gpu_scale_set', 'held_items', 'pending', 'run_campaign', 'pack', 'unpack']
 
 # %% ../nbs/08a_campaign.ipynb #e15cc759
 # (paper, scale, parts[, 'alone']): the order a GPU machine spends its time in
@@ -34,11 +33,6 @@ PRIORITY = (
     ('phrase_induction', 'gpu', ('table1',)),
     ('short_attention', 'gpu', ('table1',)),
     ('dynamic_skip', 'gpu', ('ptb',)))
-
-# %% ../nbs/08a_campaign.ipynb #c40c6840
-def device_kind(device: str | None) -> str:
-    "'cpu' or 'gpu' from a device name as records hold it ('cpu', 'cuda', 'NVIDIA H100 80GB HBM3', ...)."
-    return 'cpu' if not device or device.lower().startswith('cpu') else 'gpu'
 
 # %% ../nbs/08a_campaign.ipynb #503fc240
 def gpu_scale_set() -> bool:

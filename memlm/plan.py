@@ -18,7 +18,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 import torch
-from .registry import check_scale, get_device, markdown_table, num
+from .registry import check_scale, device_kind, get_device, markdown_table, num
 from .train import Interrupted
 from .experiment import CorruptRecordError, Spec, _snapshot_dir, ckpt_home, ensure_carried, execute, find_twin, fn_name, key_name, load_record, lock_holder, runs_dir
 
@@ -352,8 +352,8 @@ def _former_hours(d: Path, spec: Spec) -> float | None:
         if f.name.rsplit('-', 1)[-1] == spec.key: continue                  # its own key: its seeds count as such
         try: r = load_record(f)
         except CorruptRecordError: continue
-        if not r or r.get('status') != 'done' or r.get('fn') != key_name(spec.fn) or r.get('name') != spec.name: continue
-        if not str((r.get('provenance') or {}).get('device', '')).lower().startswith('cpu') or not (h := _run_hours(r)): continue
+        if not r or r.get('status') != 'done' or r.get('fn') != key_name(spec.fn): continue
+        if device_kind((r.get('provenance') or {}).get('device')) != 'cpu' or not (h := _run_hours(r)): continue
         est.append(h / r['epochs'] * cap if r.get('epochs') and (cap := _epoch_cap(spec)) else h)
     return statistics.median(est) if est else None
 
@@ -380,8 +380,8 @@ def _status_rows(self: Plan, parts=None) -> list[dict]:
         rows.append(dict(run=s.folder, home=s.home or self.paper, status=status,
                          epochs=r.get('epochs') if status == 'done' else (_logged_epochs(d) if d.exists() else None),
                          stopped=r.get('stop_reason'), train_h=round(r['train_time_s'] / 3600, 2) if r.get('train_time_s') else None,
-                         est_h=None if status == 'done' else _hours_left(r, from_start=lost), device=(r.get('provenance') or {}).get('device')))
-        rows[-1]['est_from'] = 'its own log' if rows[-1]['est_h'] else None
+                         est_h=(est := None if status == 'done' else _hours_left(r, from_start=lost)), device=(r.get('provenance') or {}).get('device'),
+                         est_from='its own log' if est else None))
     for row, name, s in zip(rows, names, specs):
         if row['status'] == 'done' or row['est_h'] is not None: continue
         if name in hours: row['est_h'], row['est_from'] = statistics.median(hours[name]), 'its finished seeds'

@@ -29,9 +29,9 @@ def pick(scale: str, **by_scale):
 
 # %% auto #0
 __all__ = ['SCALES', 'MALLOC_KEPT', 'DENORMALS_FLUSHED', 'CODE_AT_START', 'NONFINITE', 'check_scale', 'pick', 'seed_everything',
-           'get_device', 'device_name', 'keep_freed_memory', 'flush_denormals', 'results_dir', 'figures_dir',
-           'provenance', 'write_text', 'write_json', 'json_float', 'Experiment', 'load_result', 'read_log', 'num',
-           'markdown_table']
+           'get_device', 'device_name', 'device_kind', 'keep_freed_memory', 'flush_denormals', 'results_dir',
+           'figures_dir', 'provenance', 'write_text', 'write_json', 'json_float', 'Experiment', 'load_result',
+           'read_log', 'num', 'markdown_table']
 
 # %% ../nbs/01_registry.ipynb #cabb3332
 def seed_everything(seed: int) -> None:
@@ -53,6 +53,11 @@ def device_name(device: torch.device | str | None = None) -> str:
     device = torch.device(device) if device is not None else get_device()
     if device.type == 'cuda': return torch.cuda.get_device_name(device)
     return f"cpu ({platform.processor() or platform.machine()}, {torch.get_num_threads()} threads)"
+
+# %% ../nbs/01_registry.ipynb #c40c6840
+def device_kind(device: str | None) -> str:
+    "'cpu' or 'gpu' from a device name as records hold it ('cpu', 'cuda', 'NVIDIA H100 80GB HBM3', ...)."
+    return 'cpu' if not device or device.lower().startswith('cpu') else 'gpu'
 
 # %% ../nbs/01_registry.ipynb #0bb6b54a
 MALLOC_KEPT: str | None = None   # set by `keep_freed_memory`; provenance records it
