@@ -4,13 +4,13 @@
 
 # %% ../nbs/08a_campaign.ipynb #0fe34b46
 from __future__ import annotations
-import importlib, json, os, tarfile, time
+import importlib, json, os, re, tarfile, time
 from concurrent.futures import ProcessPoolExecutor, wait, FIRST_COMPLETED
 import multiprocessing as mp
 from pathlib import Path
-from .experiment import Spec, execute, find_twin, load_record, ckpt_home, CorruptRecordError
+from .experiment import Spec, execute, find_twin, load_record, ckpt_home, record_mismatch, CorruptRecordError
 from .plan import Plan, paper_plan, _requires
-from .registry import device_kind, results_dir
+from .registry import SCALES, device_kind, results_dir
 
 # %% auto #0
 __all__ = ['PRIORITY', 'MAX_FILES', 'MAX_BYTES', 'gpu_scale_set', 'held_items', 'pending', 'run_campaign', 'pack', 'unpack']
@@ -175,21 +175,71 @@ def pack(dirs: list[Path], out_dir: Path, root: Path | None = None, max_files: i
     return [a for a in archives if a.stat().st_size > 45]
 
 # %% ../nbs/08a_campaign.ipynb #8b7b5f6e
-def unpack(archives: list[Path], root: Path | None = None, expect_device: str | None = 'NVIDIA') -> list[str]:
-    "Extract campaign archives into the checkout; every record must name a device containing `expect_device` (None: no check)."
-    root = Path(root or results_dir().parent); got = []
+_NAME = re.compile(r'^[A-Za-z0-9_+=-][A-Za-z0-9_.+=-]*$')             # a file or folder name: no links, no '..', no hidden files
+_RUN = re.compile(r'^[A-Za-z0-9_.+=-]+-s[0-9]+-[0-9a-f]{10}$')         # <name>-s<seed>-<key>
+
+def _member_place(name: str) -> tuple[str, str, str, tuple[str, ...]]:
+    """(scale, paper, run, the path under the run folder) of an archive member `pack` writes: `results/<scale>/<paper>/runs/<run>/<file>`,
+    or `__ckpt__/<scale>/<paper>/runs/<run>/<stage>/weights.fp16.pt`; anything else raises `ValueError`."""
+    parts = name.split('/')
+    if len(parts) == 6 and parts[0] == 'results': rest = parts[5:]
+    elif len(parts) == 7 and parts[0] == '__ckpt__' and parts[6] == 'weights.fp16.pt': rest = parts[5:]
+    else: raise ValueError(f'{name!r} is not a run file (results/<scale>/<paper>/runs/<run>/<file>) or run weights (__ckpt__/...)')
+    scale, paper, runs, run = parts[1:5]
+    if scale not in SCALES or runs != 'runs' or not _RUN.match(run) or not all(map(_NAME.match, (paper, *rest))):
+        raise ValueError(f'{name!r}: not a scale, paper, run folder and file name as memlm writes them')
+    return scale, paper, run, tuple(rest)
+
+def _plan_spec(scale: str, paper: str, run: str, _plans={}) -> Spec | None:
+    "The run of `paper`'s plan at `scale` whose folder is `run` (today's recipe or a retired one), or None."
+    if (scale, paper) not in _plans: _plans[scale, paper] = paper_plan(paper, scale, [0, 1, 2])
+    plan = _plans[scale, paper]
+    return next((s for s in plan.specs() + plan.retired if s.folder == run), None)
+
+def _inside(path: Path, base: Path) -> bool:
+    "Whether `path`, every link on the way followed, stays inside `base` (links followed too)."
+    return path.resolve().is_relative_to(base.resolve())
+
+def unpack(archives: list[Path], root: Path | None = None, expect_device: str | None = 'NVIDIA', spec_of=_plan_spec) -> list[str]:
+    """Put campaign archives (`pack`) into the checkout at `root` (default: the folder holding `results_dir()`): run files under
+    `results/`, weights where this machine keeps checkpoints (`ckpt_home`). The whole set is checked before anything is written:
+    every member is a regular file at a place `pack` writes (`_member_place`: no links, devices or folders); every run folder has
+    its record in the set, a record that ran on a device naming `expect_device` (None: any) and that is the run its folder names
+    in the paper's plan (`spec_of(scale, paper, run)`, checked by `record_mismatch`). Each file is written aside and renamed over
+    its destination, which must stay inside its run folder (or checkpoint folder) with every link resolved: a link there is
+    replaced, never followed. Returns the records' member names."""
+    root = Path(root or results_dir().parent); files, recs = [], {}
     for a in archives:
         with tarfile.open(a) as t:
             for m in t.getmembers():
-                if m.name.startswith('/') or '..' in Path(m.name).parts: raise ValueError(f'{a}: unsafe path {m.name!r}')
-                if expect_device and m.name.endswith('record.json'):
-                    dev = json.load(t.extractfile(m)).get('provenance', {}).get('device', '')
-                    if expect_device not in dev: raise ValueError(f'{a}: {m.name} ran on {dev!r}, not on a {expect_device} device')
-            for m in t.getmembers():
-                if m.name.startswith('__ckpt__/'):                 # weights go where this machine keeps checkpoints (ckpt_home)
-                    scale, paper, _, run, stage, name = m.name.split('/')[1:]
-                    dst = ckpt_home(root/'results'/scale/paper/'runs'/run)/stage/name; dst.parent.mkdir(parents=True, exist_ok=True)
-                    dst.write_bytes(t.extractfile(m).read())
-                else: t.extract(m, root, filter='data')
-            got += [m.name for m in t.getmembers() if m.name.endswith('record.json')]
-    return got
+                if not m.isreg(): raise ValueError(f'{a}: {m.name!r} is not a regular file (a link, folder or device); nothing unpacked')
+                try: place = _member_place(m.name)
+                except ValueError as e: raise ValueError(f'{a}: {e}; nothing unpacked') from None
+                data = t.extractfile(m).read(); files.append((place, data))
+                if place[3] == ('record.json',): recs[place[:3]] = (a, m.name, data)
+    if not recs: raise ValueError(f"no run record in {', '.join(map(str, archives))}: nothing unpacked")
+    for place, _ in files:
+        if place[:3] not in recs: raise ValueError(f"{'/'.join(place[:2])}/runs/{place[2]}: files without its record.json; nothing unpacked")
+    for (scale, paper, run), (a, name, data) in recs.items():
+        try: rec = json.loads(data)
+        except (json.JSONDecodeError, UnicodeDecodeError) as e: raise ValueError(f'{a}: {name} is not JSON ({e}); nothing unpacked') from None
+        if not isinstance(rec, dict) or rec.get('status') not in ('done', 'incomplete'): raise ValueError(f'{a}: {name} is not a run record; nothing unpacked')
+        dev = (rec.get('provenance') or {}).get('device') or ''
+        if expect_device and expect_device not in dev: raise ValueError(f'{a}: {name} ran on {dev!r}, not on a {expect_device} device; nothing unpacked')
+        try: spec = spec_of(scale, paper, run)
+        except ModuleNotFoundError: spec = None
+        if spec is None: raise ValueError(f"{a}: {name}: {paper}'s plan at scale {scale} has no run {run}; nothing unpacked")
+        if why := record_mismatch(rec, spec): raise ValueError(f'{a}: {name} is not the record of the run its folder names ({why}); nothing unpacked')
+    res = root/'results'
+    def place_of(scale, paper, run, rest) -> Path:
+        d = res/scale/paper/'runs'/run
+        if len(rest) == 1: base, dst = d, d/rest[0]
+        else: base, dst = Path(os.environ.get('MEMLM_CKPT') or d), ckpt_home(d)/rest[0]/rest[1]
+        if not (_inside(d, res) and _inside(dst.parent, base)): raise ValueError(f'{dst}: a link on the way leads outside {base}; nothing unpacked')
+        if dst.is_dir() and not dst.is_symlink(): raise ValueError(f'{dst} is a folder; nothing unpacked')
+        return dst
+    dsts = [(place_of(*place), data) for place, data in files]            # every destination checked before the first write
+    for dst, data in dsts:
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        tmp = dst.with_name(f'.{dst.name}.unpack{os.getpid()}'); tmp.write_bytes(data); os.replace(tmp, dst)
+    return sorted(name for _, name, _ in recs.values())

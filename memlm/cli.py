@@ -168,7 +168,9 @@ def main(argv=None) -> int:
         from memlm.campaign import unpack
         arcs = sorted(Path(a.src).glob('runs-*.tar.gz'))
         if not arcs: raise SystemExit(f'error: no runs-*.tar.gz in {a.src}')
-        got = unpack(arcs, expect_device=a.device or None); print(f'{len(got)} run records unpacked from {len(arcs)} archives'); return 0
+        try: got = unpack(arcs, expect_device=a.device or None)
+        except ValueError as e: raise SystemExit(f'error: {e}') from None
+        print(f'{len(got)} run records unpacked from {len(arcs)} archives'); return 0
     if a.cmd == 'report':
         params = json.loads(Path(a.params).read_text()) if a.params else {}
         print(execute_report(a.nb, a.out, params, failed=a.failed or None)); return 0

@@ -16,9 +16,10 @@ from .train import fit, save_checkpoint, TimeLimitReached, Interrupted
 # %% auto #0
 __all__ = ['LOADED_WEIGHTS', 'NotebookParams', 'snapshot', 'read_params', 'fn_name', 'stable_key', 'key_name', 'type_name',
            'config_dict', 'key_dict', 'content_key', 'data_identity', 'Spec', 'borrow', 'ckpt_home', 'stop_reason',
-           'fit_summary', 'RunContext', 'ToyConfig', 'toy_regression', 'runs_dir', 'keep_weights', 'runs_command',
-           'carried_path', 'carry_weights', 'ensure_carried', 'final_weights', 'best_checkpoint', 'CorruptRecordError',
-           'load_record', 'run_lock', 'lock_holder', 'find_twin', 'execute', 'same_numbers', 'global_reads']
+           'fit_summary', 'RunContext', 'ToyConfig', 'toy_regression', 'record_mismatch', 'runs_dir', 'keep_weights',
+           'runs_command', 'carried_path', 'carry_weights', 'ensure_carried', 'final_weights', 'best_checkpoint',
+           'CorruptRecordError', 'load_record', 'run_lock', 'lock_holder', 'find_twin', 'execute', 'same_numbers',
+           'global_reads']
 
 # %% ../nbs/05_experiment.ipynb #3edf2536
 @dataclass
@@ -242,6 +243,22 @@ def toy_regression(cfg: ToyConfig, seed: int, ctx: RunContext) -> dict:
                        patience=cfg.patience, seed=seed, progress=False)
     hist = ctx.fit(model, task, tcfg, callbacks=[pause])
     return dict(val_loss=val(model)['loss'], train_loss=hist[-1]['train_loss'])
+
+# %% ../nbs/05_experiment.ipynb #c03a1805
+def _agrees(keyed, full) -> bool:
+    "Whether a record's config (`full`, all its fields) has every value the run key hashes (`keyed`: `key_dict` of the plan's config)."
+    if isinstance(keyed, dict):
+        return isinstance(full, dict) and all(k == '_type' or k in full and _agrees(v, full[k]) for k, v in keyed.items())
+    if isinstance(keyed, list): return isinstance(full, list) and len(keyed) == len(full) and all(map(_agrees, keyed, full))
+    return keyed == full
+
+def record_mismatch(rec: dict, spec: Spec) -> str | None:
+    """Why record `rec` is not a record of run `spec` (its function, config, seed and data: what its key hashes), or None.
+    A record from elsewhere (an unpacked archive, `memlm.campaign.unpack`) is trusted only where its own contents give its folder's key."""
+    want = dict(key=spec.key, fn=key_name(spec.fn), seed=spec.seed, data_id=spec.data_id)
+    bad = [f'{k} {rec.get(k)!r}, not {v!r}' for k, v in want.items() if rec.get(k) != v]
+    if not _agrees(key_dict(spec.cfg), _jsonable(rec.get('config'))): bad.append("a config that is not the plan's")
+    return '; '.join(bad) or None
 
 # %% ../nbs/05_experiment.ipynb #e1896370
 def runs_dir(paper: str, scale: str, root: Path | None = None) -> Path:
