@@ -126,14 +126,32 @@ def _check_reproduce(a) -> dict:
     return params
 
 # %% ../nbs/08_cli.ipynb #6d404c11
+def _outputs() -> dict[Path, bytes]:
+    "What an executed notebook may write besides run records: every file under `results/` but the run folders, `figures/`, RESULTS.md, README.md."
+    from memlm.registry import figures_dir, results_dir
+    res, figs = results_dir(), figures_dir()
+    files = [f for f in res.rglob('*') if f.is_file() and 'runs' not in f.relative_to(res).parts] if res.exists() else []
+    files += [f for f in figs.rglob('*') if f.is_file()] if figs.exists() else []
+    return {f: f.read_bytes() for f in files + [f for f in (res.parent/'RESULTS.md', res.parent/'README.md') if f.exists()]}
+
+def _restore(before: dict[Path, bytes]):
+    "Put the outputs back as `_outputs` found them: files written since are removed, files rewritten get their bytes back."
+    now = _outputs()
+    for f in now.keys() - before.keys(): f.unlink()
+    for f, b in before.items():
+        if now.get(f) != b:
+            f.parent.mkdir(parents=True, exist_ok=True); tmp = f.with_name(f'.{f.name}.restore'); tmp.write_bytes(b); os.replace(tmp, f)
+
 def execute_report(nb, out, parameters: dict | None = None, cwd: str | None = None, failed=None) -> Path:
-    """Execute notebook `nb` with papermill into `out`, atomically: it runs into a temporary file that replaces `out` only when
-    every cell ran; a failed execution is kept at `failed` (default `<out>.failed.ipynb`) and the error raised."""
+    """Execute notebook `nb` with papermill into `out`, as one transaction: it runs into a temporary file that replaces `out` only
+    when every cell ran; a failed (or interrupted) execution is kept at `failed` (default `<out>.failed.ipynb`), every aggregate,
+    table and figure it wrote is put back as it was (`_restore`; the records of runs it finished stay), and the error raised."""
     import papermill as pm
     nb, out = Path(nb), Path(out); out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f'.{out.name}.tmp{os.getpid()}.ipynb')
+    tmp, before = out.with_name(f'.{out.name}.tmp{os.getpid()}.ipynb'), _outputs()
     try: pm.execute_notebook(str(nb), str(tmp), parameters=parameters or {}, cwd=str(cwd or nb.parent), progress_bar=False, log_output=True)
     except BaseException:
+        _restore(before)
         if tmp.exists(): os.replace(tmp, failed or out.with_suffix('.failed.ipynb'))
         raise
     os.replace(tmp, out)

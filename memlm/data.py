@@ -236,17 +236,16 @@ def _missing_error(name, src, folder, names, reasons=()):
 def _fetch(name, src, folder, names, verify):
     "Download the archive, extract and verify `names`, then move them into `folder`."
     if not src.urls: raise _missing_error(name, src, folder, names)
-    try: folder.mkdir(parents=True, exist_ok=True)
-    except OSError as e: raise _missing_error(name, src, folder, names, [f'cannot create {folder}: {e}']) from None
     reasons = []
-    for url in src.urls:
+    for url in src.urls:                      # downloaded beside the data folder; the corpus folder is made only when its files are good
         try:
-            with tempfile.TemporaryDirectory(dir=folder, prefix='.download-') as tmpd:
+            with tempfile.TemporaryDirectory(dir=folder.parent if folder.parent.is_dir() else None, prefix='.download-') as tmpd:
                 tmpd = Path(tmpd)
                 archive = download(url, tmpd/'archive')
                 extract(archive, {src.member + n: tmpd/n for n in names})
                 for n in names: verify_file(tmpd/n, src.files[n] if verify else None, f' (extracted from {url})')
-                for n in names: os.replace(tmpd/n, folder/n)
+                folder.mkdir(parents=True, exist_ok=True)
+                for n in names: shutil.move(tmpd/n, folder/n)
             return
         except (OSError, tarfile.TarError, zipfile.BadZipFile, EOFError, zlib.error) as e:
             reasons.append(f'{url}: {e}')
