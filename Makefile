@@ -134,7 +134,8 @@ unpack: $(RUN_DEPS)
 # Regenerates RESULTS.md (every claim, forest plots) and README.md from nbs/index.ipynb.
 summary: $(STAMP)
 	@mkdir -p runs
-	$(BIN)/papermill --cwd nbs --no-progress-bar nbs/index.ipynb runs/index.ipynb > runs/index.log 2>&1
+	@$(BIN)/python -m memlm.cli report --nb nbs/index.ipynb --out runs/index.ipynb --failed runs/index.failed.ipynb > runs/index.log 2>&1 \
+	  || { tail -20 runs/index.log; echo "error: make summary failed, log: runs/index.log (RESULTS.md, README.md and figures untouched)" >&2; exit 1; }
 	$(BIN)/jupyter nbconvert --to markdown --no-input --log-level WARN runs/index.ipynb --output-dir . --output README
 	@echo "wrote RESULTS.md, figures/claims/ and README.md"
 

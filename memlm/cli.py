@@ -166,8 +166,14 @@ def main(argv=None) -> int:
     if a.cmd == 'run':
         try: X.paper_plan(a.paper, a.scale, a.seeds, data).select(a.runs)       # names and seeds, before any work
         except ValueError as e: raise SystemExit(f'error: {e}') from None
-        res = X.run_named(a.paper, a.scale, a.runs, workers=a.workers, time_limit_s=a.time_limit, data_path=data, seeds=a.seeds, executor=a.executor, rerun=a.rerun)
-        return 0 if not res.corrupt else 1
+        from memlm.train import Interrupted
+        try: res = X.run_named(a.paper, a.scale, a.runs, workers=a.workers, time_limit_s=a.time_limit, data_path=data, seeds=a.seeds, executor=a.executor, rerun=a.rerun)
+        except (Interrupted, KeyboardInterrupt) as e:
+            print(f'interrupted ({e or "Ctrl-C"}): the run is checkpointed and recorded as interrupted; the same command continues it', file=sys.stderr)
+            return 130
+        for folder, who in getattr(res, 'elsewhere', []):
+            print(f'error: {folder} is being run by another process ({who}); not started here', file=sys.stderr)
+        return 3 if getattr(res, 'elsewhere', None) else 1 if res.corrupt else 0
     if a.cmd == 'park':
         try: parked = X.park_named(a.paper, a.scale, a.runs, seeds=a.seeds, data_path=data)
         except (ValueError, FileNotFoundError) as e: raise SystemExit(f'error: {e}') from None
@@ -191,7 +197,9 @@ def main(argv=None) -> int:
         print(f'{len(got)} run records unpacked from {len(arcs)} archives'); return 0
     if a.cmd == 'report':
         params = json.loads(Path(a.params).read_text()) if a.params else {}
-        print(execute_report(a.nb, a.out, params, failed=a.failed or None)); return 0
+        from papermill.exceptions import PapermillExecutionError
+        try: print(execute_report(a.nb, a.out, params, failed=a.failed or None)); return 0
+        except PapermillExecutionError as e: raise SystemExit(f'error: {a.nb} failed in cell {e.exec_count}: {e.ename}: {e.evalue}') from None
 
 # %% ../nbs/08_cli.ipynb #d7374bd8
 def plan_folders(seeds=(0, 1, 2), data_path: str | None = None) -> dict[str, list[str]]:
@@ -218,16 +226,17 @@ def status_overview(scale: str, seeds=(0, 1, 2), data_path: str | None = None, p
     "A line per paper: its plan's runs at `scale` by status, and the estimated hours left (a markdown table)."
     from memlm.plan import paper_plan
     from memlm.registry import markdown_table
-    rows = []
+    rows, problems = [], []
     for p in paper_list or papers():
-        st = paper_plan(p, scale, list(seeds), data_path).status_rows()
+        st = paper_plan(p, scale, list(seeds), data_path).status_rows(problems=problems)
         left = [r for r in st if r['status'] != 'done' and not r['status'].startswith('twin of')]   # a twin is copied, not trained
         count = lambda f: sum(f(r['status']) for r in st)
         rows.append(dict(paper=p, runs=len(st), done=count(lambda s: s == 'done'), running=count(lambda s: s.startswith('running')),
-                         interrupted=count(lambda s: s.startswith(('interrupted', 'incomplete'))), not_started=count(lambda s: s == 'not started'),
+                         interrupted=count(lambda s: s.startswith(('interrupted', 'incomplete'))), not_started=count(lambda s: s == 'not started'), corrupt=count(lambda s: s == 'corrupt'),
                          twins=count(lambda s: s.startswith('twin of')),
                          est_h_left=round(sum(r['est_h'] or 0 for r in left), 1), without_estimate=sum(not r['est_h'] for r in left)))
-    return markdown_table(rows, list(rows[0])) + f"\n({scale} scale; `make status PAPER=<paper> SCALE={scale}` lists a paper's runs)"
+    return (markdown_table(rows, list(rows[0])) + f"\n({scale} scale; `make status PAPER=<paper> SCALE={scale}` lists a paper's runs)"
+            + ''.join(f'\n{p}' for p in problems))
 
 # %% ../nbs/08_cli.ipynb #dc6d1320
 #| eval: false

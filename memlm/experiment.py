@@ -278,9 +278,17 @@ def keep_weights(run_dir) -> dict:
 
 # %% ../nbs/05_experiment.ipynb #16b73b75
 def runs_command(run_dir, rerun: bool = False) -> str:
-    "The `make runs` command that (re)makes the run in folder `run_dir` (`<scale>/<paper>/runs/<name>-s<seed>-<key>`): for error messages."
-    run = Path(run_dir); name, seed, _ = run.name.rsplit('-', 2)
-    return f"make runs PAPER={run.parts[-3]} SCALE={run.parts[-4]} RUNS='{name}:{seed.lstrip('s')}'" + (' RERUN=1' if rerun else '')
+    """The `make runs` command that (re)makes the run in folder `run_dir` (`<scale>/<paper>/runs/<name>-s<seed>-<key>`): for error
+    messages. The run is named as its paper's plan selects it (`Plan.item`: a label where another run has its name), else by its folder."""
+    run = Path(run_dir); name, seed, _ = run.name.rsplit('-', 2); paper, scale = run.parts[-3], run.parts[-4]
+    item = f"{name}:{seed.lstrip('s')}"
+    try:
+        from memlm.plan import paper_plan
+        plan = paper_plan(paper, scale, [0, 1, 2])
+        spec = next((s for s in plan.specs() + plan.retired if s.folder == run.name), None)
+        if spec is not None: item = plan.item(spec)
+    except (ImportError, ValueError): pass                      # no plan of that name (a test's demo paper): the folder's name
+    return f"make runs PAPER={paper} SCALE={scale} RUNS='{item}'" + (' RERUN=1' if rerun else '')
 
 def carried_path(run_dir, stage: str = 'train') -> Path:
     "Where a carried run keeps a stage's best weights: `<run folder>/weights-<stage>.pt`, beside its record (committed)."
@@ -411,12 +419,12 @@ def _session_start(d: Path) -> dict:
     return killed
 
 # %% ../nbs/05_experiment.ipynb #59301099
-def _stage_so_far(ctx: 'RunContext') -> dict | None:
-    "The summary of the stage a time limit cut (epochs done and their training time, from its log), or None."
+def _stage_so_far(ctx: 'RunContext', reason: str = 'time limit (checkpointed)') -> dict | None:
+    "The summary of the stage a time limit (or `reason`: Ctrl-C, a kill) cut: epochs done and their training time, from its log; or None."
     st = ctx.current
     if st is None or any(f['stage'] == st for f in ctx.fits) or not ctx.log_path(st).exists(): return None
     hist = [json.loads(l) for l in ctx.log_path(st).read_text().splitlines() if l.strip()]
-    return fit_summary(hist, ctx.caps.get(st, len(hist)), st) | dict(stop_reason='time limit (checkpointed)') if hist else None
+    return fit_summary(hist, ctx.caps.get(st, len(hist)), st) | dict(stop_reason=reason) if hist else None
 
 # %% ../nbs/05_experiment.ipynb #6bf9e465
 def find_twin(root: Path, spec: Spec) -> Path | None:
@@ -441,12 +449,18 @@ def _from_twin(spec: Spec, d: Path, twin: Path) -> dict:
 # %% ../nbs/05_experiment.ipynb #3f19b0ed
 def execute(spec: Spec, root: Path, *, deadline: float | None = None, rerun: bool = False, device=None) -> dict:
     """Run `spec` in `root/<spec.folder>` unless it has a finished record (or a finished twin: `find_twin`); returns its record (status done or incomplete).
-    The run folder is locked while it runs (a second process on it waits, then finds it done)."""
+    The run folder is locked while it runs (a second process on it waits, then finds it done). A corrupt record raises
+    `CorruptRecordError`, unless the run is trained again (`rerun`), which replaces it."""
     root = Path(root); d = root/spec.folder
-    rec = load_record(d)
+    def record():
+        try: return load_record(d)
+        except CorruptRecordError:
+            if rerun: return None
+            raise
+    rec = record()
     if rec is not None and rec['status'] == 'done' and not rerun: return ensure_carried(spec, d, rec)
     with run_lock(d):
-        rec = load_record(d)                                           # what the process we waited for left
+        rec = record()                                                 # what the process we waited for left
         if rec is not None and rec['status'] == 'done' and not rerun: return rec
         if rec is None and not rerun and (twin := find_twin(root, spec)) is not None: return _from_twin(spec, d, twin)   # the same run under another name
         return _execute_locked(spec, root, d, rec, deadline, rerun, device)
@@ -490,7 +504,10 @@ def _execute_locked(spec, root, d, rec, deadline, rerun, device) -> dict:
     LOADED_WEIGHTS.clear()
     try: metrics = spec.fn(spec.cfg, spec.seed, ctx)
     except TimeLimitReached as e: status, error, stopped = 'incomplete', str(e), e
-    stages = ctx.fits + ([cut] if status == 'incomplete' and (cut := _stage_so_far(ctx)) else [])
+    except BaseException:                                              # a crash: not a killed session (its checkpoints stay)
+        (d/'.session').unlink(missing_ok=True); raise
+    why = 'interrupted (checkpointed)' if isinstance(stopped, Interrupted) else 'time limit (checkpointed)'
+    stages = ctx.fits + ([cut] if status == 'incomplete' and (cut := _stage_so_far(ctx, why)) else [])
     wall = time.time() - t0 + ((rec or {}).get('wall_time_s') or 0) + killed.get('wall_time_s', 0)   # summed over every session
     last = stages[-1] if stages else {}
     rec = dict(name=spec.name, key=spec.key, fn=key_name(spec.fn), config=config_dict(spec.cfg), seed=spec.seed,

@@ -35,7 +35,7 @@ def _worker_run(spec: Spec, root: str, deadline, rerun: bool, device: str) -> di
 class Results(dict):
     "Records of a plan's runs, by run folder; look them up with the `Spec`."
     def __init__(self, specs: list[Spec], records: dict, remaining: list[Spec]):
-        super().__init__(records); self.specs, self.remaining, self.corrupt = specs, remaining, []
+        super().__init__(records); self.specs, self.remaining, self.corrupt, self.elsewhere = specs, remaining, [], []
     def __getitem__(self, spec): return super().__getitem__(spec.folder if isinstance(spec, Spec) else spec)
     def done(self, spec: Spec) -> bool: return spec.folder in self and dict.__getitem__(self, spec.folder)['status'] == 'done'
     def metrics(self, specs: list[Spec]) -> list[dict]:
@@ -66,7 +66,9 @@ class Results(dict):
         inc = [s.folder for s in self.specs if s.folder in self and not self.done(s)]
         out = f'{ok}/{n} runs done'
         if inc: out += f'; {len(inc)} interrupted at the time limit (checkpointed): {", ".join(inc)}'
-        if self.remaining: out += f'; {len(self.remaining)} not started: {", ".join(s.folder for s in self.remaining)}'
+        away = {f for f, _ in self.elsewhere}
+        if away: out += f'; {len(away)} running in another process: ' + ', '.join(f'{f} ({who})' for f, who in self.elsewhere)
+        if left := [s.folder for s in self.remaining if s.folder not in away]: out += f'; {len(left)} not started: {", ".join(left)}'
         if ok < n: out += '. Execute the notebook again to continue.'
         return out
 
@@ -113,10 +115,12 @@ class Plan:
         return any(not (self.dir(s)/f).exists() for f in s.derived)
 
     def run(self, parts=None, *, workers: int = 1, time_limit_s: float | None = None, rerun: bool | Collection[str] = False,
-            device=None, margin_s: float | None = None, progress: bool = True, wait_locked: bool = False) -> Results:
+            device=None, margin_s: float | None = None, progress: bool = True, wait_locked: bool = False, corrupt_ok: bool = False) -> Results:
         """Execute the missing runs of `parts`; returns their records (and what remains when the time limit hits). A run another
-        process trains now (its folder locked) is left to it and listed as remaining (`wait_locked=True`: wait for it), so a
-        report rendered during a campaign does not block. `rerun`: True retrains every run of `parts`, a collection of run folders
+        process trains now (its folder locked) is left to it and listed in `Results.elsewhere` with the process that holds it
+        (`wait_locked=True`: wait for it), so a report rendered during a campaign does not block. A corrupt record of a run to be
+        trained again (`rerun`, every smoke run) is replaced; any other raises `CorruptRecordError` naming each file once the other
+        runs are done (`corrupt_ok`: listed in `Results.corrupt` instead). `rerun`: True retrains every run of `parts`, a collection of run folders
         only those (what they extend or need is reused where it has finished)."""
         t0 = time.time()
         if self.scale == 'smoke':                  # smoke runs test the code: never served from a cache, but a run another paper's
@@ -131,7 +135,9 @@ class Plan:
         records, remaining, corrupt, todo, elsewhere, started = {}, [], [], [], [], set()   # started: a record, done or not
         for s in specs:
             try: rec = load_record(self.dir(s))
-            except CorruptRecordError as e: corrupt.append(s); print(f'skipped: {e}', flush=True); continue
+            except CorruptRecordError as e:
+                if not again(s): corrupt.append((s, e)); print(f'skipped: {e}', flush=True); continue
+                rec = None                                                  # trained again: the rerun replaces it
             if rec is not None: started.add(s.folder)
             if rec is not None and rec['status'] == 'done' and not again(s): records[s.folder] = ensure_carried(s, self.dir(s), rec)
             elif not wait_locked and (who := lock_holder(self.dir(s))):   # another process trains it now: not waited for
@@ -171,9 +177,10 @@ class Plan:
                     for f in as_completed(futs):
                         s = futs[f]; records[s.folder] = f.result()
                         if progress: print(_run_line(records[s.folder], s))
-        res = Results(specs, {s.folder: records[s.folder] for s in specs if s.folder in records}, remaining + elsewhere + corrupt)   # plan order
-        res.corrupt = [s.folder for s in corrupt]
+        res = Results(specs, {s.folder: records[s.folder] for s in specs if s.folder in records}, remaining + elsewhere + [s for s, _ in corrupt])
+        res.corrupt, res.elsewhere = [s.folder for s, _ in corrupt], [(s.folder, lock_holder(self.dir(s)) or 'finished since') for s in elsewhere]
         if progress and not res.complete: print(res.status())
+        if corrupt and not corrupt_ok: raise CorruptRecordError('\n'.join(str(e) for _, e in corrupt))
         return res
 
     def _ready(self, s: Spec, records: dict) -> bool:
@@ -225,6 +232,15 @@ def _select(self: Plan, items: list[str]) -> Plan:
     return Plan(self.paper, self.scale, {'selected': out}, root=self.root)
 Plan.select = _select
 
+def _item(self: Plan, spec: Spec) -> str:
+    "The `'name:seed'` that `select` (`make runs RUNS=...`) resolves to run `spec`: its name, else its label (where another run has the name)."
+    for n in dict.fromkeys((spec.name, spec.row)):
+        try:
+            if self.select([f'{n}:{spec.seed}']).parts['selected'][0].folder == spec.folder: return f'{n}:{spec.seed}'
+        except ValueError: continue
+    return f'{spec.name}:{spec.seed}'
+Plan.item = _item
+
 # %% ../nbs/05c_plan.ipynb #a82e35e5
 def plan_module(paper: str):
     "The module with `paper`'s `make_plan` and `PARTS`: `memlm.<paper>_runs` where the notebook exports its runs apart, else `memlm.<paper>`."
@@ -266,7 +282,7 @@ def run_named(paper: str, scale: str, items: list[str], workers: int = 1, time_l
         from memlm.cluster import submit_plan
         return submit_plan(sel, executor=executor)
     if executor != 'process': raise ValueError(f"unknown executor {executor!r}: use 'process', 'local' or 'slurm'")
-    return sel.run(workers=workers, time_limit_s=time_limit_s, rerun={s.folder for s in sel.parts['selected']} if rerun else False)
+    return sel.run(workers=workers, time_limit_s=time_limit_s, rerun={s.folder for s in sel.parts['selected']} if rerun else False, corrupt_ok=True)
 
 # %% ../nbs/05c_plan.ipynb #69a6a98a
 def _copy_checkpoints(files: list[Path], ck: Path, tmp: Path) -> bool:
@@ -358,7 +374,7 @@ def _former_hours(d: Path, spec: Spec) -> float | None:
     return statistics.median(est) if est else None
 
 # %% ../nbs/05c_plan.ipynb #dbedbdd6
-def _status_rows(self: Plan, parts=None) -> list[dict]:
+def _status_rows(self: Plan, parts=None, problems: list | None = None) -> list[dict]:
     """One row per run of `parts` (default all, with what they need), read from disk: done, incomplete, not started or a finished twin's copy to be, with epochs
     and why it stopped; a run not done has `est_h`: what its own interrupted record says it has left (`_hours_left`), else the median
     hours of the same run's finished seeds, else what a former run of its name took on a CPU (`_former_hours`), else None; `est_from` says which."""
@@ -366,7 +382,10 @@ def _status_rows(self: Plan, parts=None) -> list[dict]:
     for s in specs:
         d = self.dir(s)
         try: r = load_record(d) or {}
-        except CorruptRecordError as e: r = dict(status='corrupt'); print(e, flush=True)
+        except CorruptRecordError as e:
+            r = dict(status='corrupt')
+            if problems is None: print(e, flush=True)
+            elif str(e) not in problems: problems.append(str(e))    # each file once (`problems`: the caller says them)
         status = r.get('status') if r.get('status') not in (None, 'incomplete') else None
         here = ckpt_home(d).exists(); lost = r.get('status') == 'incomplete' and not here and not (d/'parked').is_dir()   # checkpoints elsewhere
         if status is None and r.get('status') == 'incomplete' and not here:
@@ -398,13 +417,15 @@ Plan.status_rows = _status_rows
 # %% ../nbs/05c_plan.ipynb #714affa7
 def plan_status(paper: str, scale: str, seeds=(0, 1, 2), data_path: str | None = None, parts=None) -> str:
     "Where `memlm.<paper>`'s plan at `scale` stands (for `seeds`): a markdown table of its runs and the counts (`make status`)."
-    rows = paper_plan(paper, scale, list(seeds), data_path).status_rows(parts)
+    problems = []
+    rows = paper_plan(paper, scale, list(seeds), data_path).status_rows(parts, problems)
     n = {k: sum(r['status'] == k for r in rows) for k in dict.fromkeys(r['status'] for r in rows)}
     left = [r for r in rows if r['status'] != 'done']
     est = sum(r['est_h'] for r in left if r['est_h']); unknown = sum(not r['est_h'] for r in left)
     eta = ((f"; left: about {est:.1f} h for {len(left) - unknown} runs (one process each, from `est_from`: a run's own log, its finished seeds, or a former run of its name on a CPU)"
             + (f", {unknown} without an estimate" if unknown else '')) if unknown < len(left) else f'; {len(left)} left, without an estimate') if left else ''
-    return (markdown_table(rows, list(rows[0])) if rows else '_no runs_\n') + f"\n{paper} ({scale}): " + ', '.join(f'{v} {k}' for k, v in n.items()) + eta
+    return ((markdown_table(rows, list(rows[0])) if rows else '_no runs_\n') + f"\n{paper} ({scale}): " + ', '.join(f'{v} {k}' for k, v in n.items()) + eta
+            + ''.join(f'\n{p}' for p in problems))
 
 # %% ../nbs/05c_plan.ipynb #3a32e7e1
 def mean_sd(xs) -> tuple[float, float]:
