@@ -424,8 +424,8 @@ def plan_status(paper: str, scale: str, seeds=(0, 1, 2), data_path: str | None =
     est = sum(r['est_h'] for r in left if r['est_h']); unknown = sum(not r['est_h'] for r in left)
     eta = ((f"; left: about {est:.1f} h for {len(left) - unknown} runs (one process each, from `est_from`: a run's own log, its finished seeds, or a former run of its name on a CPU)"
             + (f", {unknown} without an estimate" if unknown else '')) if unknown < len(left) else f'; {len(left)} left, without an estimate') if left else ''
-    return ((markdown_table(rows, list(rows[0])) if rows else '_no runs_\n') + f"\n{paper} ({scale}): " + ', '.join(f'{v} {k}' for k, v in n.items()) + eta
-            + ''.join(f'\n{p}' for p in problems))
+    return ((markdown_table(rows, list(rows[0])) if rows else '_no runs_\n') + ''.join(f'\n{p}' for p in problems)
+            + f"\n{paper} ({scale}): " + ', '.join(f'{v} {k}' for k, v in n.items()) + eta)
 
 # %% ../nbs/05c_plan.ipynb #3a32e7e1
 def mean_sd(xs) -> tuple[float, float]:
