@@ -10,10 +10,10 @@ from .registry import SCALES, check_scale, results_dir, markdown_table, _fmt, js
 from .plan import former_runs, retired_runs
 
 # %% auto #0
-__all__ = ['CLAIM_COLUMNS', 'EARLY_STOPS', 'COUNTED', 'TESTED', 'read_claims', 'declare_seeds', 'claim_value', 'former_value',
-           'trained_at', 'unequal_schedules', 'claim_note', 'claim_verdicts', 'summary_rows', 'summary_markdown',
-           'paper_status', 'claim_line', 'headline', 'claim_lines', 'claims_forest', 'write_results',
-           'unrecorded_claims']
+__all__ = ['CLAIM_COLUMNS', 'EARLY_STOPS', 'EXCLUSIONS', 'COUNTED', 'TESTED', 'read_claims', 'declare_seeds', 'claim_value',
+           'former_value', 'trained_at', 'unequal_schedules', 'claim_note', 'claim_verdicts', 'verdict_text',
+           'summary_rows', 'summary_markdown', 'paper_status', 'claim_line', 'headline', 'claim_lines', 'claims_forest',
+           'write_results', 'unrecorded_claims']
 
 # %% ../nbs/05b_claims.ipynb #23eae526
 CLAIM_COLUMNS = ('claim', 'paper_value', 'result', 'key', 'kind', 'expect', 'tol', 'n', 'n_basis', 'note')
@@ -83,7 +83,7 @@ def claim_value(c: dict, scales=('paper', 'gpu', 'cpu'), retired=retired_runs) -
         if former_runs(rec, c['paper'], s, retired): continue
         m = rec['metrics']
         o = dict(value=v, sd=json_float(m.get(f"{c['key']}_std")), n=m.get(f"{c['key']}_n"), scale=s, partial=bool(rec.get('missing')),
-                 commit=trained_at(rec, p.parent), unequal=unequal_schedules(rec, p.parent))
+                 commit=trained_at(rec, p.parent), unequal=unequal_schedules(rec, p.parent, c.get('arms') or ''))
         if not o['partial']: return o | dict(larger=partial)   # `missing`: some of the record's runs are unfinished
         partial = partial or o
     return partial
@@ -108,11 +108,12 @@ def trained_at(rec: dict, paper_dir: Path) -> str:
 
 EARLY_STOPS = ('patience', 'finetune converged', 'time budget', 'callback')   # stop reasons (`memlm.experiment.stop_reason`) other than the cap
 
-def unequal_schedules(rec: dict, paper_dir: Path) -> str | None:
-    """Why the runs behind an aggregated record did not all train on one schedule: some stopped before their epoch cap by a rule
-    of their own (early stopping on validation, fine-tuning converged, a time budget) and their lengths differ (None: one fixed
-    schedule, or runs that do not train)."""
+def unequal_schedules(rec: dict, paper_dir: Path, arms: str = '') -> str | None:
+    """Why the runs behind an aggregated record (`arms`: only the runs of those names, space-separated: one comparison's own) did not
+    all train on one schedule: some stopped before their epoch cap by a rule of their own (early stopping on validation, fine-tuning
+    converged, a time budget) and their lengths differ (None: one fixed schedule, or runs that do not train)."""
     runs = _run_records(rec, paper_dir)
+    if arms.split(): runs = [r for r in runs if r.get('name') in arms.split()]
     eps = [r['epochs'] for r in runs if r.get('epochs') is not None]
     early = sum(bool(r.get('stop_reason')) and r['stop_reason'].split(' (')[0] in EARLY_STOPS for r in runs)
     if not early or len(set(eps)) < 2: return None
@@ -135,26 +136,69 @@ def _seeds_shown(r: dict) -> int | None:
     return r['seeds_needed'] if r['verdict'] == 'inconclusive' and not r['powered'] else None
 
 # %% ../nbs/05b_claims.ipynb #bfcad848
+EXCLUSIONS = ('early_stopped',)   # declarable exclusion rules: a comparison whose own runs stopped early at different lengths leaves the family
+
+def _condition(c: dict, o: dict | None, scale: str | None) -> str | None:
+    """Why claim `c`'s declared `condition` ('<metric> <op> <x>' on its own record, e.g. 'full/pou_pct >= 0.1': the state in which its
+    arms can differ) fails at the recorded state, or None (no condition, not run, or it holds)."""
+    import operator, re
+    if not c.get('condition') or o is None: return None
+    m = re.fullmatch(r'\s*([\w/.\-]+)\s*(>=|<=|>|<)\s*(-?[\d.eE+-]+)\s*', c['condition'])
+    if not m: raise ValueError(f"{c['paper']}: condition {c['condition']!r} of {c['claim'][:40]!r} is not '<metric> <op> <number>'")
+    key, op, x = m.group(1), m.group(2), float(m.group(3))
+    p = results_dir()/scale/c['paper']/f"{c['result']}.json"
+    v = json_float(json.loads(p.read_text()).get('metrics', {}).get(key)) if p.exists() else None
+    if v is None: return f'{key} not recorded, so its condition {key} {op} {x:g} cannot be checked'
+    ok = {'>=': operator.ge, '<=': operator.le, '>': operator.gt, '<': operator.lt}[op](v, x)
+    return None if ok else f'{key} = {v:.3g}, where its declared condition is {key} {op} {x:g}'
+
+def _family_verdicts(cs: list[dict], vals: list, posthoc_rule: bool = False) -> list[dict]:
+    "`decide` over one declared family: each claim's exclusion rule applied only where it declared it (`posthoc_rule`: applied to all)."
+    from memlm.stats import decide
+    ins = []
+    for c, o in zip(cs, vals):
+        rules = {x.strip() for x in (c.get('exclusion') or '').split(',') if x.strip()}
+        bad = rules - set(EXCLUSIONS)
+        if bad: raise ValueError(f"{c['paper']}: unknown exclusion rule(s) {sorted(bad)} of {c['claim'][:40]!r}; valid: {', '.join(EXCLUSIONS)}")
+        ins.append(dict(test=c['test'], paper=_num(c['paper_value']), n_declared=int(c['n']) if c['n'] else None,
+                        value=o and o['value'], sd=o and o['sd'], n=o and o['n'], scale=o and o['scale'],
+                        unequal=o and o.get('unequal') if (posthoc_rule or 'early_stopped' in rules) else None,
+                        construction=_condition(c, o, o and o['scale']),
+                        posthoc='declared after its runs' if (c.get('declared') or '').strip() == 'after' else None))
+    return [i | v for i, v in zip(ins, decide(ins))]
+
 def claim_verdicts(paper: str | None = None, scales=('paper', 'gpu', 'cpu')) -> list[dict]:
     """One row per claim (of `paper`, or all): the paper's value, ours at the largest scale that has run, and the verdict of its
-    declared test (`memlm.stats.decide`, Holm's correction over each paper's claims), its interval, p, why, and the seeds needed."""
-    from memlm.stats import decide
+    declared test (`memlm.stats.decide`, Holm's correction over each declared family: the CSV's `family`, default the paper), its
+    interval, p, why, and the seeds needed. What was declared decides: a claim's exclusion rule (`exclusion`) applies only where it
+    was declared; where a comparison stopped early at unequal lengths without that rule, the verdict with the rule applied to its
+    family is shown beside the declared one as a labelled post-hoc reading (`posthoc`)."""
     out = []
     claims = [c for c in read_claims() if paper is None or c['paper'] == paper]
     for pp in dict.fromkeys(c['paper'] for c in claims):
-        cs = [c for c in claims if c['paper'] == pp]
         at = lambda c: tuple(s for s in scales if s == c['scale']) if c.get('scale') else scales   # a row about one scale reads that one only
-        vals = [claim_value(c, at(c)) for c in cs]
-        ins = [dict(test=c['test'], paper=_num(c['paper_value']), n_declared=int(c['n']) if c['n'] else None,
-                    value=o and o['value'], sd=o and o['sd'], n=o and o['n'], scale=o and o['scale'], unequal=o and o.get('unequal')) for c, o in zip(cs, vals)]
-        for c, o, i, v in zip(cs, vals, ins, decide(ins)):
-            out.append(dict(paper=pp, claim=c['claim'], kind=c['test'].kind, expect=c['expect'], paper_value=i['paper'], value=i['value'],
-                            sd=i['sd'], n=i['n'], n_declared=i['n_declared'], scale=i['scale'] or '',
-                            partial=bool(o and o['partial'] and not (i['n_declared'] and (i['n'] or 1) >= i['n_declared'])),   # its own seeds complete: not partial
-                            larger=o and o.get('larger'), commit=o['commit'] if o else '', note=claim_note(c, o['scale']) if o else '',
-                            result=c['result'], key=c['key'], unequal=i['unequal'], **v))
-            if o is None and (w := former_value(c, at(c)) or c.get('pending')): out[-1]['why'] = w   # a former recipe's value (said, not counted), or what the row waits for
+        for fam in dict.fromkeys((c.get('family') or pp) for c in claims if c['paper'] == pp):
+            cs = [c for c in claims if c['paper'] == pp and (c.get('family') or pp) == fam]
+            vals = [claim_value(c, at(c)) for c in cs]
+            vs = _family_verdicts(cs, vals)
+            alt = _family_verdicts(cs, vals, posthoc_rule=True) if any(o and o.get('unequal') and i['unequal'] is None for o, i in zip(vals, vs)) else vs
+            for c, o, v, a in zip(cs, vals, vs, alt):
+                out.append(dict(paper=pp, claim=c['claim'], kind=c['test'].kind, expect=c['expect'], paper_value=v['paper'], value=v['value'],
+                                sd=v['sd'], n=v['n'], n_declared=v['n_declared'], scale=v['scale'] or '',
+                                partial=bool(o and o['partial'] and not (v['n_declared'] and (v['n'] or 1) >= v['n_declared'])),   # its own seeds complete: not partial
+                                larger=o and o.get('larger'), commit=o['commit'] if o else '', note=claim_note(c, o['scale']) if o else '',
+                                result=c['result'], key=c['key'], unequal=(o or {}).get('unequal'), family=fam,
+                                **{k: v[k] for k in ('verdict', 'ci', 'p', 'why', 'seeds_needed', 'ratio', 'powered')},
+                                posthoc=dict(verdict=a['verdict'], rule="early-stopped comparisons out of Holm's family", why=a['why'])
+                                        if a['verdict'] != v['verdict'] else None))
+                if o is None and (w := former_value(c, at(c)) or c.get('pending')): out[-1]['why'] = w   # a former recipe's value (said, not counted), or what the row waits for
+                elif (u := out[-1]['unequal']) and v['unequal'] is None and v['p'] is not None:                  # said, though the declaration does not exclude it
+                    out[-1]['why'] = '; '.join(x for x in (v['why'], f'its arms trained for different lengths ({u}); its declaration has no exclusion rule, so its declared test decides') if x)
     return out
+
+def verdict_text(r: dict) -> str:
+    "A row's verdict as the tables show it: the declared one, and beside it a post-hoc reading where one differs."
+    return r['verdict'] + (f" (post-hoc, {r['posthoc']['rule']}: {r['posthoc']['verdict']})" if r.get('posthoc') else '')
 
 # %% ../nbs/05b_claims.ipynb #e0dd2612
 def summary_rows(scales=('paper', 'gpu', 'cpu')) -> list[dict]:
@@ -168,7 +212,7 @@ def summary_rows(scales=('paper', 'gpu', 'cpu')) -> list[dict]:
         why = '; '.join(x for x in (r['why'], r['note']) if x)
         out.append(dict(paper=r['paper'], claim=r['claim'], test=f"{r['kind']} {r['expect']}".strip() + (f" (n={r['n_declared']})" if r['n_declared'] else ''),
                         paper_value=_fmt(r['paper_value']) if r['paper_value'] is not None else '–', ours=ours or '–',
-                        ci=_fmt_ci(r['ci']), verdict=r['verdict'], seeds_needed=_seeds_shown(r),
+                        ci=_fmt_ci(r['ci']), verdict=verdict_text(r), seeds_needed=_seeds_shown(r),
                         why=why, commit=r['commit'], scale=r['scale']))
     return out
 
@@ -206,7 +250,8 @@ def claim_line(r: dict) -> str:
         (f", though {r['seeds_needed']} seeds had the power for the paper's effect" if r.get('powered') else f", about {r['seeds_needed']} seeds would decide it")
     if r['verdict'] == 'inconclusive' and r.get('unequal'): need = ': its arms trained for different lengths (early stopping), not on one fixed schedule'
     where = r['scale'] + ' scale' + (', partial' if r.get('partial') else '') + (f", n={r['n']}" if r['n'] else ', one run')
-    return f"{r['claim']}: {paper}ours {_fmt(r['value'])}{ci} at {where}: **{r['verdict']}**{need}"
+    post = f"; post-hoc reading ({r['posthoc']['rule']}): {r['posthoc']['verdict']}" if r.get('posthoc') else ''
+    return f"{r['claim']}: {paper}ours {_fmt(r['value'])}{ci} at {where}: **{r['verdict']}**{need}{post}"
 
 def headline(paper: str, rows: list[dict] | None = None) -> str:
     "A paper's headline, rendered from its records: its first tested claim that has run, with ours, the interval and the verdict."
@@ -260,7 +305,7 @@ def write_results(path: Path | None = None, figs: Path | None = None, papers: li
             why = '; '.join(x for x in (r['why'], r['note'] if r['note'] != common.get(r['scale']) else '') if x)
             table.append({'claim': r['claim'], 'test': f"{r['kind']} {r['expect']}".strip() + (f" (n={r['n_declared']})" if r['n_declared'] else ''),
                           'paper': _fmt(r['paper_value']) if r['paper_value'] is not None else '–', 'ours': ours, '95% CI': _fmt_ci(r['ci']),
-                          'verdict': r['verdict'], 'seeds needed': _seeds_shown(r), 'why': why,
+                          'verdict': verdict_text(r), 'seeds needed': _seeds_shown(r), 'why': why,
                           'record': f"[{r['result']}]({rec.relative_to(path.parent)})" if rec and rec.exists() else ''})
         out.append('\n' + markdown_table(table))
     md = '\n'.join(out)

@@ -124,8 +124,10 @@ def seeds_needed(delta: float | None, sd: float | None, alpha: float = ALPHA, ta
 # %% ../nbs/05a_stats.ipynb #c7849356
 def decide(claims: list[dict], alpha: float = ALPHA) -> list[dict]:
     """Verdicts for one paper's claims. Each claim: `test` (a `Test`), `paper` (its number or None), `n_declared`, and ours:
-    `value`, `sd`, `n`, `scale` (value None: not run), and optionally `unequal` (why its arms did not train on one schedule: undecided,
-    out of Holm's family). Returns, per claim: verdict, ci, p, why, seeds_needed, ratio."""
+    `value`, `sd`, `n`, `scale` (value None: not run), and optionally `unequal` (why its arms did not train on one schedule, where
+    the claim declared that rule: undecided, out of Holm's family), `construction` (why its arms are equal by construction at the
+    recorded state, a declared condition that fails: a reading, out of the family) and `posthoc` (why it was declared after its
+    runs: a reading). Returns, per claim: verdict, ci, p, why, seeds_needed, ratio."""
     out, ps = [], []
     for c in claims:
         t, v, sd, n, nd = c['test'], c.get('value'), c.get('sd'), c.get('n') or 1, c.get('n_declared')
@@ -136,6 +138,10 @@ def decide(claims: list[dict], alpha: float = ALPHA) -> list[dict]:
         elif t.kind == 'reading': r['verdict'] = 'reading'
         elif t.kind == 'absolute': r['verdict'] = 'not comparable at this scale'
         elif t.kind == 'target': r['verdict'] = 'met' if (v <= t.x if t.side == '<' else v >= t.x) else 'missed'
+        elif why := c.get('construction'):                                   # the arms are equal by construction at the recorded state
+            r['verdict'], r['ci'], r['why'] = 'reading', t_interval(v, sd, n) if sd is not None else None, f'true by construction at the recorded state ({why}): a reading, not a test'
+        elif why := c.get('posthoc'):                                        # declared after its runs
+            r['verdict'], r['ci'], r['why'] = 'reading', t_interval(v, sd, n) if sd is not None else None, f'post-hoc ({why}): a reading, not a test'
         elif not (math.isfinite(v) and (sd is None or math.isfinite(sd))):   # a run diverged: no interval, nothing to test
             r['verdict'], r['why'] = 'inconclusive', f'not finite ({v:g}): a run diverged, so there is no interval'
         elif (u := c.get('unequal')) and t.kind in ('effect', 'equivalence'):   # its arms trained for different lengths: not a fair comparison
