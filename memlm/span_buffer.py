@@ -16,10 +16,11 @@ from .tasks import LMTask
 from .evaluate import lm_windows, focus_windows, model_device
 
 # %% auto #0
-__all__ = ['POLICIES', 'REWARD_FORMS', 'CPU_BLOCK', 'SNBConfig', 'span_diffs', 'slot_index', 'slot_mask', 'slot_windows',
-           'tanh_scores', 'SpanBuffer', 'gate_logprobs', 'interpolate', 'mix', 'SNBState', 'SNBAux', 'SpanBufferLM',
-           'snb_settings', 'intrinsic_reward', 'reward_term', 'snb_extra_loss', 'SNBTask', 'snb_evaluate',
-           'attention_snapshot', 'reward_grad_ratio', 'score_parts']
+__all__ = ['POLICIES', 'REWARD_FORMS', 'CPU_BLOCK', 'PRECONDITION', 'SNBConfig', 'span_diffs', 'slot_index', 'slot_mask',
+           'slot_windows', 'tanh_scores', 'SpanBuffer', 'gate_logprobs', 'interpolate', 'mix', 'SNBState', 'SNBAux',
+           'SpanBufferLM', 'snb_settings', 'intrinsic_reward', 'reward_term', 'snb_extra_loss', 'SNBTask',
+           'snb_evaluate', 'unigram_logprobs', 'snb_controls', 'buffer_predicts', 'attention_snapshot',
+           'reward_grad_ratio', 'score_parts']
 
 # %% ../nbs/10_span_buffer.ipynb #62399e8a
 POLICIES = ('gate', 'rnn', 'buffer', 'oracle')   # evaluation policies: Eq. 9 with the gate; λ≡0; λ≡1; max(p, q) (a bound)
@@ -52,6 +53,7 @@ class SNBConfig:
     gate_input: str = field(default='h', metadata={'key': 'if_set'})      # what W_g observes: 'h' (Eq. 10: h_t) | 'h_xi' ([h_t; xi_t], ours: the gate sees what the buffer found)
     policy_grad_to_lm: bool = False  # let the reward term's gradient reach h_t (the LM) as well as W_g
     policy: str = 'gate'             # how an evaluation-mode forward predicts: one of POLICIES
+    mask_newest: bool = field(default=False, metadata={'key': 'if_set'})  # a control: the newest span unseen (what lag 0 predicts from further back than h_t)
 
     def __post_init__(self):
         if self.score not in ('tanh', 'linear'): raise ValueError(f"score must be 'tanh' or 'linear', got {self.score!r}")
@@ -179,11 +181,13 @@ class SpanBuffer(nn.Module):
     def forward(self, h: Tensor,            # [T, n, d] queries h_t
                 src: Tensor,                # [T, n, d] outputs the spans are made of
                 mem: Tensor, count: Tensor, # carried: [K, n, d] last outputs, [n] stream lengths
-                reset: Tensor | None = None):  # [T, n] new streams start here
+                reset: Tensor | None = None,   # [T, n] new streams start here
+                mask_newest: bool = False):    # a control: the newest span left out (`SNBConfig.mask_newest`)
         "ξ `[T, n, e]`, α `[T, n, m]`, validity `[T, n, m]`, and the memory and stream lengths to carry."
         c, (T, n, _), K = self.cfg, h.shape, mem.shape[0]
         m, S, gap = c.n_slots, c.stride, c.gap
         valid, count = slot_mask(count, reset, T, c)
+        if mask_newest: valid = valid.clone(); valid[..., -1] = False                    # the control: no newest span (slot m-1)
         idx = slot_index(T, c, h.device)                                               # [T, m]
         if c.score == 'tanh':                                                          # Eq. 7 with Wu et al.'s tanh
             P = span_diffs(torch.cat([self.W_s(mem), self.W_s(src)]), gap)             # W_s s_i of every difference
@@ -281,7 +285,7 @@ class SpanBufferLM(nn.Module):
         out = self.lm(x, st.lm)
         h = out.outputs[-1]                                                            # what feeds the decoder
         src = out.raw_outputs[-1] if c.span_source == 'raw' else h
-        xi, alpha, valid, mem, count = self.buffer(h, src, st.mem, st.count, reset)
+        xi, alpha, valid, mem, count = self.buffer(h, src, st.mem, st.count, reset, c.mask_newest)
         p_drop = self.lm.cfg.dropout if c.dropout_xi is None else c.dropout_xi
         xi = locked_dropout(xi, p_drop, self.training)
         dec = self.lm.decoder
@@ -300,8 +304,8 @@ class SpanBufferLM(nn.Module):
 @contextlib.contextmanager
 def snb_settings(model: SpanBufferLM, **kw):
     "`with snb_settings(model, policy='rnn', eval_temp=1.):` changes how the model predicts in evaluation, then restores it."
-    bad = set(kw) - {'policy', 'eval_temp', 'train_temp'}
-    if bad: raise ValueError(f'snb_settings changes only policy, eval_temp and train_temp, not {sorted(bad)}')
+    bad = set(kw) - {'policy', 'eval_temp', 'train_temp', 'mask_newest'}
+    if bad: raise ValueError(f'snb_settings changes only policy, eval_temp, train_temp and mask_newest, not {sorted(bad)}')
     old = model.snb
     model.snb = replace(old, **kw)
     try: yield model
@@ -355,11 +359,13 @@ def snb_evaluate(model: SpanBufferLM,
                  batch_size: int = 10, bptt: int = 70,
                  articles=None,                # article starts: reset the whole state there (batch_size=1)
                  focus=None,                   # bool mask over `data`: also score the marked tokens alone (gate, RNN, buffer; PoU there and elsewhere)
+                 unigram: Tensor | None = None, # [V] log-probabilities of a context-free model (`unigram_logprobs`): its ppl and the max(p, unigram) oracle
                 ) -> dict:
-    "One pass: loss/ppl of the gated model at `eval_temp` and of the other Table 3 policies, PoU (Eq. 15), the oracle's PoU."
+    "One pass: loss/ppl of the gated model at `eval_temp` and of the other Table 3 policies, PoU (Eq. 15), the oracle's PoU; with `unigram`, the controls a buffer must beat."
     c, dev = model.snb, model_device(model)
-    nll = dict.fromkeys(('gate', 't1', 'train_t', 'rnn', 'buffer', 'oracle'), 0.)
-    cnt = dict.fromkeys(('pou', 'oracle_pou', 'lam', 'lam_train', 'has', 'margin'), 0.)
+    nll = dict.fromkeys(('gate', 't1', 'train_t', 'rnn', 'buffer', 'oracle', 'unigram', 'oracle_unigram'), 0.)
+    cnt = dict.fromkeys(('pou', 'oracle_pou', 'oracle_unigram_pou', 'lam', 'lam_train', 'has', 'margin'), 0.)
+    uni = None if unigram is None else unigram.to(dev)
     fnll, fcnt = dict.fromkeys(('gate', 'rnn', 'buffer'), 0.), dict.fromkeys(('n', 'pou'), 0.)
     n, hidden, marks = 0, None, focus_windows(focus, data, batch_size, bptt, articles)
     with eval_mode(model):
@@ -372,6 +378,8 @@ def snb_evaluate(model: SpanBufferLM,
                 ll, l1m = gate_logprobs(a.gate, a.has, temp)
                 tok[k] = torch.logaddexp(ll + lq, l1m + lp)
             tok |= dict(rnn=lp, buffer=torch.where(a.has, lq, lp), oracle=torch.where(a.has, torch.maximum(lp, lq), lp))
+            if uni is not None:                        # a context-free model in the buffer's place: what any such distribution gives
+                lu = uni[y]; tok |= dict(unigram=lu, oracle_unigram=torch.maximum(lp, lu)); cnt['oracle_unigram_pou'] += (lu > lp).sum()
             for k, v in tok.items(): nll[k] += -v.double().sum()
             opened = a.has & (a.gate[..., 1] >= a.gate[..., 0])
             if marks is not None:
@@ -386,12 +394,34 @@ def snb_evaluate(model: SpanBufferLM,
             cnt['margin'] += torch.where(a.has, a.gate[..., 1] - a.gate[..., 0], 0.).double().sum()
             n += y.numel()
     ppl = lambda k, s=nll, d=n: math.exp(min(float(s[k]) / max(float(d), 1.), 700.))
-    return dict(loss=float(nll['gate']) / n, ppl=ppl('gate'), tokens=n, ppl_no_anneal_test=ppl('t1'), ppl_train_temp=ppl('train_t'), ppl_rnn=ppl('rnn'),
+    controls = {} if uni is None else dict(ppl_unigram=ppl('unigram'), ppl_oracle_unigram=ppl('oracle_unigram'),
+                                           oracle_unigram_pou=float(cnt['oracle_unigram_pou']) / n)
+    return controls | dict(loss=float(nll['gate']) / n, ppl=ppl('gate'), tokens=n, ppl_no_anneal_test=ppl('t1'), ppl_train_temp=ppl('train_t'), ppl_rnn=ppl('rnn'),
                 ppl_buffer=ppl('buffer'), ppl_oracle=ppl('oracle'), pou=float(cnt['pou']) / n, oracle_pou=float(cnt['oracle_pou']) / n,
                 mean_lambda=float(cnt['lam']) / n, mean_lambda_train_temp=float(cnt['lam_train']) / n, buffer_coverage=float(cnt['has']) / n,
                 gate_margin=float(cnt['margin']) / max(float(cnt['has']), 1.)) | ({} if marks is None else dict(   # ^ mean buffer-minus-RNN gate logit (T = 1) where there is a buffer
                 focus_tokens=int(fcnt['n']), **{f'focus_ppl{"" if k == "gate" else "_" + k}': ppl(k, fnll, fcnt['n']) for k in fnll},
                 focus_pou=float(fcnt['pou']) / max(float(fcnt['n']), 1.), other_pou=float(cnt['pou'] - fcnt['pou']) / max(n - float(fcnt['n']), 1.)))
+
+# %% ../nbs/10_span_buffer.ipynb #ctrl00cd
+PRECONDITION = 1.5   # a reading's SNB rows are read as the paper's effect only where buffer-alone val ppl <= 1.5 x RNN-alone val ppl
+
+def unigram_logprobs(train: Tensor, vocab_size: int) -> Tensor:
+    "`[V]` log-probabilities of the unigram model of a training stream (add-one smoothing: a word unseen in training is not impossible)."
+    counts = torch.bincount(train.flatten(), minlength=vocab_size).double() + 1.
+    return (counts / counts.sum()).log().float()
+
+def snb_controls(model: SpanBufferLM, data: Tensor, unigram: Tensor, batch_size: int = 10, bptt: int = 70, articles=None) -> dict:
+    """`snb_evaluate` with the unigram controls; for a lag-0 buffer also the buffer alone with its newest span masked
+    (`ppl_buffer_masked_newest`); `buffer_over_rnn`: the buffer-alone ppl over the RNN-alone ppl."""
+    out = snb_evaluate(model, data, batch_size, bptt, articles, unigram=unigram)
+    if model.snb.lag == 0:
+        with snb_settings(model, mask_newest=True): out['ppl_buffer_masked_newest'] = snb_evaluate(model, data, batch_size, bptt, articles)['ppl_buffer']
+    return out | dict(buffer_over_rnn=out['ppl_buffer'] / out['ppl_rnn'])
+
+def buffer_predicts(val_ppl_buffer: float, val_ppl_rnn: float, factor: float = PRECONDITION) -> bool:
+    "The precondition: the buffer alone is within `factor` of the RNN alone on validation."
+    return val_ppl_buffer <= factor * val_ppl_rnn
 
 # %% ../nbs/10_span_buffer.ipynb #21404a02
 @torch.no_grad()

@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 # %% auto #0
-__all__ = ['KEY_MODULE', 'PARTS', 'SCREEN_ETAS', 'FORM_ETAS', 'READING', 'CLIP_EXTRA', 'CPU_ETA', 'ETA_READINGS', 'SYNTH_DIAGNOSTICS', 'RECALL_VARIANTS', 'LM_TRAIN', 'SMOKE_TRAIN', 'AWD_TRAIN', 'MOS_TRAIN', 'CHECK_TRAIN', 'FORMER_CHECK_SCHEDULE', 'CHECKS', 'CHECK_ARMS', 'SCALES', 'SynthConfig', 'RecallConfig', 'lm_corpus', 'SNBExp', 'build_lm', 'train_lm', 'trained_lm', 'DynEvalExp', 'dyneval_lm', 'SnapshotExp', 'snapshot_lm', 'MixtureFloorLM', 'WholeMixtureLM', 'ThroughputExp', 'snb_throughput', 'screen_specs', 'form_specs', 'screen_last_ppl', 'choose_form_etas', 'synth_diagnostics', 'recall_variants', 'SNBScale', 'lm_configs', 'check_specs', 'make_plan']
+__all__ = ['KEY_MODULE', 'CONTROLS', 'PARTS', 'SCREEN_ETAS', 'FORM_ETAS', 'READING', 'CLIP_EXTRA', 'CPU_ETA', 'ETA_READINGS', 'SYNTH_DIAGNOSTICS', 'RECALL_VARIANTS', 'LM_TRAIN', 'SMOKE_TRAIN', 'AWD_TRAIN', 'MOS_TRAIN', 'CHECK_TRAIN', 'FORMER_CHECK_SCHEDULE', 'CHECKS', 'CHECK_ARMS', 'SCALES', 'SynthConfig', 'RecallConfig', 'lm_corpus', 'SNBExp', 'build_lm', 'train_lm', 'trained_lm', 'DynEvalExp', 'dyneval_lm', 'SnapshotExp', 'snapshot_lm', 'ControlsExp', 'snb_controls_lm', 'MixtureFloorLM', 'WholeMixtureLM', 'ThroughputExp', 'snb_throughput', 'screen_specs', 'form_specs', 'screen_last_ppl', 'choose_form_etas', 'synth_diagnostics', 'recall_variants', 'SNBScale', 'lm_configs', 'check_specs', 'make_plan']
 
 # %% ../nbs/10_span_buffer.ipynb #33a30e10
 import copy, functools, json, math
@@ -26,7 +26,7 @@ from .experiment import Spec, borrow, RunContext, data_identity, final_weights
 from .plan import Plan
 import memlm.awd_lstm as core
 from .span_buffer import (REWARD_FORMS, SNBConfig, SNBTask, SpanBufferLM, attention_snapshot, interpolate, reward_grad_ratio,
-                               score_parts, snb_evaluate, snb_extra_loss)   # the method
+                               score_parts, snb_controls, snb_evaluate, snb_extra_loss, unigram_logprobs)   # the method
 
 # %% ../nbs/10_span_buffer.ipynb #8eb95a87
 KEY_MODULE = 'memlm.span_buffer'   # what run keys call this module: its experiment functions were first recorded there
@@ -106,7 +106,7 @@ def train_lm(cfg: SNBExp, seed: int, ctx: RunContext) -> dict:
     if cfg.finetune_epochs:
         hist = hist + ctx.fit(model, task, replace(cfg.train, seed=seed, finetune=True, epochs=cfg.finetune_epochs, time_budget_s=None),
                               stage='finetune', extra_loss=extra)
-    ev = snb_evaluate if snb else evaluate
+    ev = functools.partial(snb_evaluate, unigram=unigram_logprobs(corpus.train, len(corpus.vocab))) if snb else evaluate   # +SNB: with the controls
     val = ev(model, corpus.valid, cfg.val_batch_size, cfg.eval_bptt)
     test = ev(model, corpus.test, cfg.test_batch_size, cfg.eval_bptt, arts.get('test') if cfg.test_batch_size == 1 else None,
               focus=corpus.meta.get('focus', {}).get('test'))       # the recall corpus: its repeated words also alone
@@ -115,7 +115,7 @@ def train_lm(cfg: SNBExp, seed: int, ctx: RunContext) -> dict:
     out |= {f'test_{k}': v for k, v in test.items() if k.startswith('focus_')}
     if snb:
         out |= {f'test_{k}': v for k, v in test.items() if k not in ('loss', 'ppl', 'tokens')}
-        out |= dict(val_pou=val['pou'], val_oracle_pou=val['oracle_pou'])
+        out |= {f'val_{k}': val[k] for k in ('pou', 'oracle_pou', *CONTROLS) if k in val and k != 'ppl'} | dict(val_buffer_over_rnn=val['ppl_buffer'] / val['ppl_rnn'])
         out['reward_grad_ratio'] = reward_grad_ratio(model, corpus.train, cfg.train.batch_size, cfg.train.bptt, 8)   # at the end (at η = 1), cf. the throughput run's at the start
     if cfg.corpus == 'synthetic':
         out |= dict(oracle_test_ppl=corpus.meta['oracle_ppl']['test'], short_memory_test_ppl=corpus.meta['short_memory_oracle_ppl']['test'])
@@ -165,6 +165,29 @@ def snapshot_lm(cfg: SnapshotExp, seed: int, ctx: RunContext) -> dict:
     corpus = lm_corpus(cfg.lm.corpus, cfg.lm.data_path, cfg.lm.synth)
     model = trained_lm(cfg.lm, ctx.dir.parent/cfg.lm_run).to(ctx.device)
     return attention_snapshot(model, corpus[cfg.split], corpus.vocab.itos, cfg.lm.eval_bptt, cfg.max_tokens)
+
+# %% ../nbs/10_span_buffer.ipynb #ctrl01cd
+CONTROLS = ('ppl', 'ppl_rnn', 'ppl_buffer', 'ppl_unigram', 'ppl_oracle', 'ppl_oracle_unigram', 'ppl_train_temp', 'pou', 'oracle_pou',
+            'oracle_unigram_pou', 'ppl_buffer_masked_newest', 'buffer_over_rnn')   # what a +SNB evaluation says of its buffer
+
+@dataclass
+class ControlsExp:
+    "The controls of a trained `train_lm` +SNB run (`snb_controls`)."
+    lm: SNBExp = field(default_factory=SNBExp)   # the trained model's config
+    lm_run: str = ''                             # its run folder (next to this run's)
+    max_tokens: int | None = None                # score only the first tokens of each split (smoke)
+
+def snb_controls_lm(cfg: ControlsExp, seed: int, ctx: RunContext) -> dict:
+    "`snb_controls` of the trained model on validation and test (`val_<control>`, `test_<control>`), each split kept as a step."
+    corpus = lm_corpus(cfg.lm.corpus, cfg.lm.data_path, cfg.lm.synth)
+    model, uni = trained_lm(cfg.lm, ctx.dir.parent/cfg.lm_run).to(ctx.device), unigram_logprobs(corpus.train, len(corpus.vocab))
+    out = {}
+    for split, k, bs in (('valid', 'val', cfg.lm.val_batch_size), ('test', 'test', cfg.lm.test_batch_size)):
+        data = corpus[split][:cfg.max_tokens] if cfg.max_tokens else corpus[split]
+        arts = corpus.articles.get(split) if cfg.lm.articles and bs == 1 and not cfg.max_tokens else None
+        r = ctx.step('controls', split, lambda: {c: v for c, v in snb_controls(model, data, uni, bs, cfg.lm.eval_bptt, arts).items() if c in CONTROLS})
+        out |= {f'{k}_{c}': v for c, v in r.items()}
+    return out
 
 # %% ../nbs/10_span_buffer.ipynb #31e07ecd
 class MixtureFloorLM(nn.Module):
@@ -234,7 +257,7 @@ def snb_throughput(cfg: ThroughputExp, seed: int, ctx: RunContext) -> dict:
     return out
 
 # %% ../nbs/10_span_buffer.ipynb #05a936b5
-PARTS = ('lm', 'dynamic_eval', 'ablations', 'readings', 'sweep', 'synthetic', 'recall', 'wt2', 'figures', 'throughput', 'screen', 'forms')
+PARTS = ('lm', 'dynamic_eval', 'ablations', 'readings', 'sweep', 'synthetic', 'recall', 'wt2', 'figures', 'throughput', 'screen', 'forms', 'controls')
 
 # %% ../nbs/10_span_buffer.ipynb #66f47cfe
 SCREEN_ETAS = (1., 0.3, 0.1, 0.03)   # the reward-reading screen: each form at each eta, one seed, a few epochs at the trunk's lr
@@ -490,7 +513,9 @@ def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Pla
         'synthetic': syn, 'recall': recall, 'wt2': [s for v in wt2.values() for s in v] + _de_specs(wt2, scale, ''), 'figures': [fig5],
         'throughput': [Spec(snb_throughput, tp, seeds[0], name='throughput', data_id=data_identity(cfgs['awd'].corpus))],
         'screen': screen_specs(main, S.screen_epochs) if S.screen_epochs else [],
-        'forms': form_specs(_printed(main, scale), READING) if scale == 'cpu' else []})
+        'forms': form_specs(_printed(main, scale), READING) if scale == 'cpu' else [],
+        'controls': [Spec(snb_controls_lm, ControlsExp(lm=s.cfg, lm_run=s.folder, max_tokens=S.fig5_tokens if scale == 'smoke' else None), s.seed,
+                          name=f'controls_{s.name}', data_id=s.data_id, needs=(s,)) for s in lms['awd_snb'] + lms['mos_snb']]})
     # the MoS rows are a comparison of their own: a campaign may train them on a GPU though the AWD-LSTM rows of a seed trained on the CPU
     plan.pair_groups = {s.name: 'wt2_mos' if s.name.startswith('wt2_') else 'mos' for s in plan.specs(['lm', 'dynamic_eval', 'wt2']) if 'mos' in s.name}
     former = sum(check_specs(S, TrainConfig(**(CHECK_TRAIN | FORMER_CHECK_SCHEDULE)), seeds[:1]), []) if scale != 'smoke' else []
