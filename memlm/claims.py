@@ -139,31 +139,35 @@ def _seeds_shown(r: dict) -> int | None:
 EXCLUSIONS = ('early_stopped',)   # declarable exclusion rules: a comparison whose own runs stopped early at different lengths leaves the family
 
 def _condition(c: dict, o: dict | None, scale: str | None) -> str | None:
-    """Why claim `c`'s declared `condition` ('<metric> <op> <x>' on its own record, e.g. 'full/pou_pct >= 0.1': the state in which its
-    arms can differ) fails at the recorded state, or None (no condition, not run, or it holds)."""
+    """Why claim `c`'s declared `condition` ('[<record>:]<metric> <op> <x>' on its own record or another of its paper's, e.g.
+    'full/pou_pct >= 0.1': the state in which its arms can differ) fails at the recorded state, or None (no condition, not run,
+    or it holds)."""
     import operator, re
     if not c.get('condition') or o is None: return None
-    m = re.fullmatch(r'\s*([\w/.\-]+)\s*(>=|<=|>|<)\s*(-?[\d.eE+-]+)\s*', c['condition'])
-    if not m: raise ValueError(f"{c['paper']}: condition {c['condition']!r} of {c['claim'][:40]!r} is not '<metric> <op> <number>'")
-    key, op, x = m.group(1), m.group(2), float(m.group(3))
-    p = results_dir()/scale/c['paper']/f"{c['result']}.json"
+    m = re.fullmatch(r'\s*(?:([\w.\-]+):)?([\w/.\-]+)\s*(>=|<=|>|<)\s*(-?[\d.eE+-]+)\s*', c['condition'])
+    if not m: raise ValueError(f"{c['paper']}: condition {c['condition']!r} of {c['claim'][:40]!r} is not '[<record>:]<metric> <op> <number>'")
+    result, key, op, x = m.group(1) or c['result'], m.group(2), m.group(3), float(m.group(4))
+    p = results_dir()/scale/c['paper']/f"{result}.json"
     v = json_float(json.loads(p.read_text()).get('metrics', {}).get(key)) if p.exists() else None
-    if v is None: return f'{key} not recorded, so its condition {key} {op} {x:g} cannot be checked'
+    where = '' if result == c['result'] else f'{result}: '
+    if v is None: return f'{where}{key} not recorded, so its condition {key} {op} {x:g} cannot be checked'
     ok = {'>=': operator.ge, '<=': operator.le, '>': operator.gt, '<': operator.lt}[op](v, x)
-    return None if ok else f'{key} = {v:.3g}, where its declared condition is {key} {op} {x:g}'
+    return None if ok else f'{where}{key} = {v:.3g}, where its declared condition is {key} {op} {x:g}'
 
 def _family_verdicts(cs: list[dict], vals: list, posthoc_rule: bool = False) -> list[dict]:
     "`decide` over one declared family: each claim's exclusion rule applied only where it declared it (`posthoc_rule`: applied to all)."
     from memlm.stats import decide
     ins = []
     for c, o in zip(cs, vals):
+        fails = _condition(c, o, o and o['scale'])
+        late = (c.get('condition_declared') or '').strip() == 'after'      # a condition added after the runs labels the row, beside its verdict
         rules = {x.strip() for x in (c.get('exclusion') or '').split(',') if x.strip()}
         bad = rules - set(EXCLUSIONS)
         if bad: raise ValueError(f"{c['paper']}: unknown exclusion rule(s) {sorted(bad)} of {c['claim'][:40]!r}; valid: {', '.join(EXCLUSIONS)}")
         ins.append(dict(test=c['test'], paper=_num(c['paper_value']), n_declared=int(c['n']) if c['n'] else None,
                         value=o and o['value'], sd=o and o['sd'], n=o and o['n'], scale=o and o['scale'],
                         unequal=o and o.get('unequal') if (posthoc_rule or 'early_stopped' in rules) else None,
-                        construction=_condition(c, o, o and o['scale']),
+                        construction=f"{c.get('condition_says') or 'true by construction at the recorded state'} ({fails})" if fails and not late else None,
                         posthoc='declared after its runs' if (c.get('declared') or '').strip() == 'after' else None))
     return [i | v for i, v in zip(ins, decide(ins))]
 
@@ -183,14 +187,17 @@ def claim_verdicts(paper: str | None = None, scales=('paper', 'gpu', 'cpu')) -> 
             vs = _family_verdicts(cs, vals)
             alt = _family_verdicts(cs, vals, posthoc_rule=True) if any(o and o.get('unequal') and i['unequal'] is None for o, i in zip(vals, vs)) else vs
             for c, o, v, a in zip(cs, vals, vs, alt):
+                cond = _condition(c, o, o and o['scale']) if (c.get('condition_declared') or '').strip() == 'after' else None
+                if cond: a = dict(verdict='reading', why='')                          # the label of a condition declared after the runs
                 out.append(dict(paper=pp, claim=c['claim'], kind=c['test'].kind, expect=c['expect'], paper_value=v['paper'], value=v['value'],
                                 sd=v['sd'], n=v['n'], n_declared=v['n_declared'], scale=v['scale'] or '',
                                 partial=bool(o and o['partial'] and not (v['n_declared'] and (v['n'] or 1) >= v['n_declared'])),   # its own seeds complete: not partial
                                 larger=o and o.get('larger'), commit=o['commit'] if o else '', note=claim_note(c, o['scale']) if o else '',
                                 result=c['result'], key=c['key'], unequal=(o or {}).get('unequal'), family=fam,
                                 **{k: v[k] for k in ('verdict', 'ci', 'p', 'why', 'seeds_needed', 'ratio', 'powered')},
-                                posthoc=dict(verdict=a['verdict'], rule="early-stopped comparisons out of Holm's family", why=a['why'])
-                                        if a['verdict'] != v['verdict'] else None))
+                                posthoc=(dict(verdict='reading', rule=f"{c.get('condition_says') or 'its condition fails'}: {cond}", why='') if cond else
+                                         dict(verdict=a['verdict'], rule="early-stopped comparisons out of Holm's family", why=a['why'])
+                                         if a['verdict'] != v['verdict'] else None)))
                 if o is None and (w := former_value(c, at(c)) or c.get('pending')): out[-1]['why'] = w   # a former recipe's value (said, not counted), or what the row waits for
                 elif (u := out[-1]['unequal']) and v['unequal'] is None and v['p'] is not None:                  # said, though the declaration does not exclude it
                     out[-1]['why'] = '; '.join(x for x in (v['why'], f'its arms trained for different lengths ({u}); its declaration has no exclusion rule, so its declared test decides') if x)

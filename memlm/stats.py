@@ -139,7 +139,7 @@ def decide(claims: list[dict], alpha: float = ALPHA) -> list[dict]:
         elif t.kind == 'absolute': r['verdict'] = 'not comparable at this scale'
         elif t.kind == 'target': r['verdict'] = 'met' if (v <= t.x if t.side == '<' else v >= t.x) else 'missed'
         elif why := c.get('construction'):                                   # the arms are equal by construction at the recorded state
-            r['verdict'], r['ci'], r['why'] = 'reading', t_interval(v, sd, n) if sd is not None else None, f'true by construction at the recorded state ({why}): a reading, not a test'
+            r['verdict'], r['ci'], r['why'] = 'reading', t_interval(v, sd, n) if sd is not None else None, f'{why}: a reading, not a test'
         elif why := c.get('posthoc'):                                        # declared after its runs
             r['verdict'], r['ci'], r['why'] = 'reading', t_interval(v, sd, n) if sd is not None else None, f'post-hoc ({why}): a reading, not a test'
         elif not (math.isfinite(v) and (sd is None or math.isfinite(sd))):   # a run diverged: no interval, nothing to test
