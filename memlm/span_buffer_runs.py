@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 # %% auto #0
-__all__ = ['KEY_MODULE', 'CONTROLS', 'PARTS', 'SCREEN_ETAS', 'FORM_ETAS', 'READING', 'CLIP_EXTRA', 'CPU_ETA', 'ETA_READINGS', 'SYNTH_DIAGNOSTICS', 'RECALL_VARIANTS', 'LM_TRAIN', 'SMOKE_TRAIN', 'AWD_TRAIN', 'MOS_TRAIN', 'CHECK_TRAIN', 'FORMER_CHECK_SCHEDULE', 'CHECKS', 'CHECK_ARMS', 'SCALES', 'SynthConfig', 'RecallConfig', 'lm_corpus', 'SNBExp', 'build_lm', 'train_lm', 'trained_lm', 'DynEvalExp', 'dyneval_lm', 'SnapshotExp', 'snapshot_lm', 'ControlsExp', 'snb_controls_lm', 'MixtureFloorLM', 'WholeMixtureLM', 'ThroughputExp', 'snb_throughput', 'screen_specs', 'form_specs', 'screen_last_ppl', 'choose_form_etas', 'synth_diagnostics', 'recall_variants', 'SNBScale', 'lm_configs', 'check_specs', 'make_plan']
+__all__ = ['KEY_MODULE', 'CONTROLS', 'PARTS', 'SCREEN_ETAS', 'FORM_ETAS', 'READING', 'CLIP_EXTRA', 'LAG_READINGS', 'LAG_SCREEN_BEST', 'CPU_ETA', 'ETA_READINGS', 'SYNTH_DIAGNOSTICS', 'RECALL_VARIANTS', 'LM_TRAIN', 'SMOKE_TRAIN', 'AWD_TRAIN', 'MOS_TRAIN', 'CHECK_TRAIN', 'FORMER_CHECK_SCHEDULE', 'CHECKS', 'CHECK_ARMS', 'SCALES', 'SynthConfig', 'RecallConfig', 'lm_corpus', 'SNBExp', 'build_lm', 'train_lm', 'trained_lm', 'DynEvalExp', 'dyneval_lm', 'SnapshotExp', 'snapshot_lm', 'ControlsExp', 'snb_controls_lm', 'MixtureFloorLM', 'WholeMixtureLM', 'ThroughputExp', 'snb_throughput', 'screen_specs', 'form_specs', 'screen_last_ppl', 'choose_form_etas', 'lag_screen_specs', 'choose_lag_screen', 'synth_diagnostics', 'recall_variants', 'SNBScale', 'lm_configs', 'check_specs', 'make_plan']
 
 # %% ../nbs/10_span_buffer.ipynb #33a30e10
 import copy, functools, json, math
@@ -257,7 +257,7 @@ def snb_throughput(cfg: ThroughputExp, seed: int, ctx: RunContext) -> dict:
     return out
 
 # %% ../nbs/10_span_buffer.ipynb #05a936b5
-PARTS = ('lm', 'dynamic_eval', 'ablations', 'readings', 'sweep', 'synthetic', 'recall', 'wt2', 'figures', 'throughput', 'screen', 'forms', 'controls')
+PARTS = ('lm', 'dynamic_eval', 'ablations', 'readings', 'sweep', 'synthetic', 'recall', 'wt2', 'figures', 'throughput', 'screen', 'forms', 'controls', 'lag_screen')
 
 # %% ../nbs/10_span_buffer.ipynb #66f47cfe
 SCREEN_ETAS = (1., 0.3, 0.1, 0.03)   # the reward-reading screen: each form at each eta, one seed, a few epochs at the trunk's lr
@@ -301,6 +301,25 @@ def choose_form_etas(screen: dict) -> dict | None:
     `screen`: {(form, eta): that perplexity} of the finished screen runs; None until every form x eta has finished."""
     if any((f, e) not in screen for f in REWARD_FORMS for e in SCREEN_ETAS): return None
     return {f: min(SCREEN_ETAS, key=lambda e: screen[(f, e)]) for f in REWARD_FORMS}
+
+# %% ../nbs/10_span_buffer.ipynb #lags00cd
+LAG_READINGS = {'expected': dict(reward_form='expected'), 'sampled': dict(reward_form='sampled'), 'eta0': dict(reward_form='log', eta=0.)}
+LAG_SCREEN_BEST: str | None = None   # the screen's best reading ('lag0_expected', ...), read off its records by `choose_lag_screen` (None: not chosen)
+
+def lag_screen_specs(main: Spec, epochs: int, best: str | None = LAG_SCREEN_BEST) -> list[Spec]:
+    """`lag` in {0, 1} x `LAG_READINGS` (the bounded reward readings at their screened eta, `FORM_ETAS`, and no reward) on the
+    +SNB model, on the reward screen's schedule; with `best` chosen, that reading once more with `gate_input='h_xi'`."""
+    t = screen_specs(main, epochs)[0].cfg.train
+    def spec(name, **kw): return Spec(train_lm, replace(main.cfg, train=t, snb=replace(main.cfg.snb, **kw)), main.seed, name=f'lagscreen_{name}', data_id=main.data_id)
+    eta = lambda r: {} if 'eta' in LAG_READINGS[r] else dict(eta=(FORM_ETAS or {}).get(LAG_READINGS[r]['reward_form'], main.cfg.snb.eta))
+    out = {f'lag{lag}_{r}': dict(lag=lag, **LAG_READINGS[r], **eta(r)) for lag in (0, 1) for r in LAG_READINGS}
+    specs = [spec(n, **kw) for n, kw in out.items()]
+    return specs + ([spec(f'{best}_h_xi', **out[best], gate_input='h_xi')] if best else [])
+
+def choose_lag_screen(last_q: dict) -> str | None:
+    "The screened reading whose buffer alone has the lowest validation ppl at the last epoch (`last_q`: {reading: that ppl}; None until all ran)."
+    names = [f'lag{lag}_{r}' for lag in (0, 1) for r in LAG_READINGS]
+    return None if any(n not in last_q for n in names) else min(names, key=last_q.get)
 
 # %% ../nbs/10_span_buffer.ipynb #1424aa5a
 CPU_ETA = 0.1   # eta of the cpu +SNB runs: the lowest validation perplexity of eta in {1, 0.1, 0} (part 'readings', see 'Which spans')
@@ -514,6 +533,7 @@ def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Pla
         'throughput': [Spec(snb_throughput, tp, seeds[0], name='throughput', data_id=data_identity(cfgs['awd'].corpus))],
         'screen': screen_specs(main, S.screen_epochs) if S.screen_epochs else [],
         'forms': form_specs(_printed(main, scale), READING) if scale == 'cpu' else [],
+        'lag_screen': lag_screen_specs(_printed(main, scale), S.screen_epochs) if S.screen_epochs else [],
         'controls': [Spec(snb_controls_lm, ControlsExp(lm=s.cfg, lm_run=s.folder, max_tokens=S.fig5_tokens if scale == 'smoke' else None), s.seed,
                           name=f'controls_{s.name}', data_id=s.data_id, needs=(s,)) for s in lms['awd_snb'] + lms['mos_snb']]})
     # the MoS rows are a comparison of their own: a campaign may train them on a GPU though the AWD-LSTM rows of a seed trained on the CPU
