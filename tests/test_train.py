@@ -126,13 +126,16 @@ def test_iid_task_resumes_mid_epoch_exactly(tmp_path):
 
 def test_extra_loss_and_callbacks_see_every_step():
     from memlm.models import LSTMLM, LSTMLMConfig
-    task, seen = _tiny_lm_task(), []
-    extra = lambda model, batch, out: 0. * out.logp.sum() + 1.
+    extra = lambda model, batch, out: 0. * out.logp.sum() + 1.          # a constant: the same gradients, a loss 1.0 higher
     cfg = TrainConfig(lr=1., epochs=2, batch_size=8, bptt=10, max_steps_per_epoch=4, eval_batch_size=4, progress=False)
-    torch.manual_seed(0)
-    fit(LSTMLM(LSTMLMConfig.tiny(24)), task, cfg, extra_loss=extra, callbacks=[lambda i: seen.append((i.epoch, i.batch_idx, float(i.loss)))])
-    assert [(e, b) for e, b, _ in seen] == [(0, 1), (0, 2), (0, 3), (0, 4), (1, 1), (1, 2), (1, 3), (1, 4)]
-    assert all(l > 1. for *_, l in seen)  # the extra 1.0 is part of the backpropagated loss
+    runs = []
+    for kw in ({'extra_loss': extra}, {}):
+        seen = []; torch.manual_seed(0)
+        fit(LSTMLM(LSTMLMConfig.tiny(24)), _tiny_lm_task(), cfg, callbacks=[lambda i: seen.append((i.epoch, i.batch_idx, float(i.loss)))], **kw)
+        runs.append(seen)
+    assert [(e, b) for e, b, _ in runs[0]] == [(0, 1), (0, 2), (0, 3), (0, 4), (1, 1), (1, 2), (1, 3), (1, 4)]
+    for (_, _, with_), (_, _, without) in zip(*runs):       # every step's loss is the task's plus the extra term, step by step
+        assert abs(with_ - (without + 1.)) < 1e-5, (with_, without)
 
 
 def test_callback_stop_ends_run_after_validation(tmp_path):
