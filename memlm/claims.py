@@ -11,9 +11,9 @@ from .plan import former_runs, retired_runs
 
 # %% auto #0
 __all__ = ['CLAIM_COLUMNS', 'EARLY_STOPS', 'EXCLUSIONS', 'COUNTED', 'TESTED', 'read_claims', 'declare_seeds', 'claim_value',
-           'former_value', 'trained_at', 'unequal_schedules', 'claim_note', 'claim_verdicts', 'verdict_text',
-           'summary_rows', 'summary_markdown', 'paper_status', 'claim_line', 'headline', 'claim_lines', 'claims_forest',
-           'write_results', 'unrecorded_claims']
+           'former_value', 'trained_at', 'schedule', 'unequal_schedules', 'claim_note', 'claim_verdicts',
+           'verdict_text', 'summary_rows', 'summary_markdown', 'paper_status', 'claim_line', 'headline', 'claim_lines',
+           'claims_forest', 'write_results', 'unrecorded_claims']
 
 # %% ../nbs/05b_claims.ipynb #23eae526
 CLAIM_COLUMNS = ('claim', 'paper_value', 'result', 'key', 'kind', 'expect', 'tol', 'n', 'n_basis', 'note')
@@ -83,7 +83,8 @@ def claim_value(c: dict, scales=('paper', 'gpu', 'cpu'), retired=retired_runs) -
         if former_runs(rec, c['paper'], s, retired): continue
         m = rec['metrics']
         o = dict(value=v, sd=json_float(m.get(f"{c['key']}_std")), n=m.get(f"{c['key']}_n"), scale=s, partial=bool(rec.get('missing')),
-                 commit=trained_at(rec, p.parent), unequal=unequal_schedules(rec, p.parent, c.get('arms') or ''))
+                 commit=trained_at(rec, p.parent), unequal=unequal_schedules(rec, p.parent, c.get('arms') or ''),
+                 schedule=schedule(rec, p.parent, c.get('arms') or ''))
         if not o['partial']: return o | dict(larger=partial)   # `missing`: some of the record's runs are unfinished
         partial = partial or o
     return partial
@@ -102,9 +103,16 @@ def _run_records(rec: dict, paper_dir: Path) -> list[dict]:
     return [json.loads(f.read_text()) for f in (paper_dir/'runs'/r/'record.json' for r in rec.get('runs') or []) if f.exists()]
 
 def trained_at(rec: dict, paper_dir: Path) -> str:
-    "The commits that trained the runs behind an aggregated record (its own commit when it names no runs)."
-    provs = [r.get('provenance', {}) for r in _run_records(rec, paper_dir)] or [rec.get('provenance', {})]
-    return ', '.join(dict.fromkeys((p.get('commit') or '?')[:8] + ('+dirty' if p.get('dirty') else '') for p in provs))
+    "The commits that trained the runs behind an aggregated record, every session's (`trained_by`) where a run lists them (its own commit when it names no runs)."
+    provs = [p for r in _run_records(rec, paper_dir) for p in (r.get('trained_by') or [r.get('provenance', {})])] or [rec.get('provenance', {})]
+    c = lambda p: p.get('commit') or '?'
+    return ', '.join(dict.fromkeys((c(p) if c(p).startswith('earlier') else c(p)[:8]) + ('+dirty' if p.get('dirty') else '') for p in provs))
+
+def schedule(rec: dict, paper_dir: Path, arms: str = '') -> str:
+    "The schedule the runs behind an aggregated record trained (`arms`: those runs only): '28 epochs', '22-25 epochs', or '' (no training)."
+    runs = [r for r in _run_records(rec, paper_dir) if not arms.split() or r.get('name') in arms.split()]
+    eps = sorted({r['epochs'] for r in runs if isinstance(r.get('epochs'), int) and r['epochs'] > 0})
+    return '' if not eps else f'{eps[0]} epochs' if len(eps) == 1 else f'{eps[0]}-{eps[-1]} epochs'
 
 EARLY_STOPS = ('patience', 'finetune converged', 'time budget', 'callback')   # stop reasons (`memlm.experiment.stop_reason`) other than the cap
 
@@ -194,7 +202,7 @@ def claim_verdicts(paper: str | None = None, scales=('paper', 'gpu', 'cpu')) -> 
                                 partial=bool(o and o['partial'] and not (v['n_declared'] and (v['n'] or 1) >= v['n_declared'])),   # its own seeds complete: not partial
                                 larger=o and o.get('larger'), commit=o['commit'] if o else '', note=claim_note(c, o['scale']) if o else '',
                                 result=c['result'], key=c['key'], unequal=(o or {}).get('unequal'), family=fam,
-                                **{k: v[k] for k in ('verdict', 'ci', 'p', 'why', 'seeds_needed', 'ratio', 'powered')},
+                                schedule=(o or {}).get('schedule', ''), **{k: v[k] for k in ('verdict', 'ci', 'p', 'why', 'seeds_needed', 'ratio', 'powered', 'excludes_paper')},
                                 posthoc=(dict(verdict='reading', rule=f"{c.get('condition_says') or 'its condition fails'}: {cond}", why='') if cond else
                                          dict(verdict=a['verdict'], rule="early-stopped comparisons out of Holm's family", why=a['why'])
                                          if a['verdict'] != v['verdict'] else None)))
@@ -204,8 +212,11 @@ def claim_verdicts(paper: str | None = None, scales=('paper', 'gpu', 'cpu')) -> 
     return out
 
 def verdict_text(r: dict) -> str:
-    "A row's verdict as the tables show it: the declared one, and beside it a post-hoc reading where one differs."
-    return r['verdict'] + (f" (post-hoc, {r['posthoc']['rule']}: {r['posthoc']['verdict']})" if r.get('posthoc') else '')
+    """A row's verdict as the tables show it: the declared one (a decided effect whose interval excludes the paper's size says it
+    holds in direction only, at its ratio to the paper's), and beside it a post-hoc reading where one differs."""
+    v = r['verdict']
+    if v == 'reproduced' and r.get('excludes_paper') and r.get('ratio') is not None: v += f" in direction, {r['ratio']:.2f}x the paper's size"
+    return v + (f" (post-hoc, {r['posthoc']['rule']}: {r['posthoc']['verdict']})" if r.get('posthoc') else '')
 
 # %% ../nbs/05b_claims.ipynb #e0dd2612
 def summary_rows(scales=('paper', 'gpu', 'cpu')) -> list[dict]:
@@ -214,7 +225,7 @@ def summary_rows(scales=('paper', 'gpu', 'cpu')) -> list[dict]:
     for r in claim_verdicts(None, scales):
         ours = None
         if r['value'] is not None:
-            ours = _fmt_ours(dict(value=r['value'], sd=r['sd'], n=r['n']), r['scale'] + (', partial' if r['partial'] else ''))
+            ours = _fmt_ours(dict(value=r['value'], sd=r['sd'], n=r['n']), r['scale'] + (f", {r['schedule']}" if r.get('schedule') else '') + (', partial' if r['partial'] else ''))
             if r['larger']: ours += f"; so far at {r['larger']['scale']}: " + _fmt_ours(r['larger'], 'partial')
         why = '; '.join(x for x in (r['why'], r['note']) if x)
         out.append(dict(paper=r['paper'], claim=r['claim'], test=f"{r['kind']} {r['expect']}".strip() + (f" (n={r['n_declared']})" if r['n_declared'] else ''),
@@ -256,9 +267,9 @@ def claim_line(r: dict) -> str:
     need = f", its declared n={r['n_declared']} not yet reached" if short else '' if r['verdict'] != 'inconclusive' or not r['seeds_needed'] else \
         (f", though {r['seeds_needed']} seeds had the power for the paper's effect" if r.get('powered') else f", about {r['seeds_needed']} seeds would decide it")
     if r['verdict'] == 'inconclusive' and r.get('unequal'): need = ': its arms trained for different lengths (early stopping), not on one fixed schedule'
-    where = r['scale'] + ' scale' + (', partial' if r.get('partial') else '') + (f", n={r['n']}" if r['n'] else ', one run')
+    where = r['scale'] + ' scale' + (f", {r['schedule']}" if r.get('schedule') else '') + (', partial' if r.get('partial') else '') + (f", n={r['n']}" if r['n'] else ', one run')
     post = f"; post-hoc reading ({r['posthoc']['rule']}): {r['posthoc']['verdict']}" if r.get('posthoc') else ''
-    return f"{r['claim']}: {paper}ours {_fmt(r['value'])}{ci} at {where}: **{r['verdict']}**{need}{post}"
+    return f"{r['claim']}: {paper}ours {_fmt(r['value'])}{ci} at {where}: **{verdict_text(r | dict(posthoc=None))}**{need}{post}"
 
 def headline(paper: str, rows: list[dict] | None = None) -> str:
     "A paper's headline, rendered from its records: its first tested claim that has run, with ours, the interval and the verdict."
@@ -307,7 +318,7 @@ def write_results(path: Path | None = None, figs: Path | None = None, papers: li
             out.append(f"\n![{pp}: forest plot]({(figs/f'{pp}_forest.png').relative_to(path.parent)})\n")
         table = []
         for r in rows:
-            ours = '–' if r['value'] is None else _fmt_ours(dict(value=r['value'], sd=r['sd'], n=r['n']), r['scale'] + (', partial' if r['partial'] else ''))
+            ours = '–' if r['value'] is None else _fmt_ours(dict(value=r['value'], sd=r['sd'], n=r['n']), r['scale'] + (f", {r['schedule']}" if r.get('schedule') else '') + (', partial' if r['partial'] else ''))
             rec = results_dir()/r['scale']/pp/f"{r['result']}.json" if r['scale'] else None
             why = '; '.join(x for x in (r['why'], r['note'] if r['note'] != common.get(r['scale']) else '') if x)
             table.append({'claim': r['claim'], 'test': f"{r['kind']} {r['expect']}".strip() + (f" (n={r['n_declared']})" if r['n_declared'] else ''),

@@ -481,6 +481,16 @@ def _replaced(prev: dict) -> dict:
     "What a rerun keeps of the finished record it replaces: its numbers, length, stop reason and provenance (the run-to-run spread stays visible)."
     return {k: prev.get(k) for k in ('metrics', 'epochs', 'best_epoch', 'stop_reason', 'train_time_s', 'provenance')}
 
+def _trained_by(prev: dict | None, rec: dict, stages: list[dict]) -> list[dict]:
+    """Every session that trained part of a run, in order: its commit (and dirty flag), date, device and the epochs each stage had
+    reached when it ended. A run continued from a record that predates this list starts it with 'earlier commits unknown'."""
+    before = (prev or {}).get('trained_by')
+    if before is None and prev is not None:
+        before = [dict(commit='earlier commits unknown', stages={f['stage']: f.get('epochs') for f in prev.get('stages') or []})]
+    p = rec['provenance']
+    return (before or []) + [dict(commit=p.get('commit'), dirty=p.get('dirty'), date=p.get('date'), device=p.get('device'),
+                                  stages={f['stage']: f.get('epochs') for f in stages})]
+
 def _execute_locked(spec, root, d, rec, deadline, rerun, device) -> dict:
     ck = ckpt_home(d)
     replaces = (_replaced(rec) if rerun and rec is not None and rec['status'] == 'done'   # the finished record a rerun replaces,
@@ -493,6 +503,7 @@ def _execute_locked(spec, root, d, rec, deadline, rerun, device) -> dict:
         tmp = ck.with_name(ck.name + '.unparked'); shutil.rmtree(tmp, ignore_errors=True)
         shutil.copytree(d/'parked', tmp); os.replace(tmp, ck)             # whole or not at all
     if rec is not None and not ck.exists(): rec = None                  # interrupted, its checkpoint lost: it starts over
+    prev = rec                                                          # the unfinished record this session continues (None: a fresh start)
     if spec.extends is not None: _start_from(spec, d, root)
     killed = _session_start(d)
     device = torch.device(device) if device is not None else get_device()
@@ -517,6 +528,7 @@ def _execute_locked(spec, root, d, rec, deadline, rerun, device) -> dict:
                sessions=(rec or {}).get('sessions', 0) + killed.get('sessions', 0) + 1,
                killed_sessions=(rec or {}).get('killed_sessions', 0) + killed.get('sessions', 0), note=error, provenance=provenance(device))
     if LOADED_WEIGHTS: rec['weights_loaded'] = list(LOADED_WEIGHTS)   # the trained runs it read, and which copy of each
+    rec['trained_by'] = _trained_by(prev, rec, stages)
     if replaces is not None and status == 'done' and same_numbers(replaces.get('metrics'), metrics) and 'date' in replaces.get('provenance', {}):
         rec['provenance'] |= dict(date=replaces['provenance']['date'], remade=rec['provenance']['date'])   # the same numbers again (derived
         # files made again on a fresh checkout): the runs made from its first finish are not stale (`Plan.status_rows`)

@@ -131,7 +131,7 @@ def decide(claims: list[dict], alpha: float = ALPHA) -> list[dict]:
     out, ps = [], []
     for c in claims:
         t, v, sd, n, nd = c['test'], c.get('value'), c.get('sd'), c.get('n') or 1, c.get('n_declared')
-        r = dict(verdict=None, ci=None, p=None, why='', seeds_needed=None, ratio=None, powered=False)
+        r = dict(verdict=None, ci=None, p=None, why='', seeds_needed=None, ratio=None, powered=False, excludes_paper=None)
         if t.kind == 'absolute' and c.get('paper') is not None: t = Test('equivalence', band=tuple(sorted((c['paper'] * (1 - t.tol), c['paper'] * (1 + t.tol)))))\
             if c.get('scale') == 'paper' else t
         if v is None: r['verdict'] = 'not run'
@@ -164,6 +164,8 @@ def decide(claims: list[dict], alpha: float = ALPHA) -> list[dict]:
                 pv, (lo, hi) = c.get('paper'), r['ci']
                 if t.kind == 'effect' and pv is not None and not lo <= pv <= hi:   # the interval excludes the paper's effect
                     r['_excl'] = 'smaller' if (pv > hi) == (pv > 0) else 'larger'
+                    r['_need'] = (v, sd, n, 'our effect (the paper\'s is outside the interval)')   # sized at what the data say, not at the paper's
+                    r['excludes_paper'] = r['_excl']
         ps.append(r['p']); out.append(r)
     level = holm_levels(ps, alpha)                                         # Holm's level at each tested claim's rank
     for i, (r, ok) in enumerate(zip(out, holm(ps, alpha))):
@@ -181,7 +183,7 @@ def decide(claims: list[dict], alpha: float = ALPHA) -> list[dict]:
             r['why'] = f"p = {r['p']:.2g} does not pass Holm's level at its rank ({at})"
             if r['powered']: r['why'] += f"; {r['seeds_needed']} seeds would already have 80 % power at that level for {what} (these are at least as many)"
             elif r['seeds_needed']: r['why'] += f"; about {r['seeds_needed']} seeds would decide {what} at that level"
-        if excl: r['why'] += f"; the interval excludes the paper's effect: ours is {excl}"
+        if excl: r['why'] += f"; the interval excludes the paper's effect: ours is {excl}, so the seeds are counted at our effect, and they would decide it the other way or in direction only"
     return out
 
 def family_note(verdicts: list[dict], alpha: float = ALPHA) -> str:
