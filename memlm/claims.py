@@ -42,23 +42,28 @@ def _num(s):
 
 # %% ../nbs/05b_claims.ipynb #7c5627e5
 def declare_seeds(paper: str, results: tuple, pilot_sd_pct: float, basis: str, n_min: int = 3, n_max: int | None = None,
-                  claims_dir: Path | None = None) -> list[dict]:
+                  claims_dir: Path | None = None, paired: bool = False, holm: bool = False) -> list[dict]:
     """Set `n` and `n_basis` of `paper`'s effect claims on `results` (record names) from a pilot sd (% of the mean); returns the
-    rows changed. The paper's effect (`paper_value`, in %) is what the seeds must detect; rows without one get `n_min`."""
+    rows changed. The paper's effect (`paper_value`, in %) is what the seeds must detect; rows without one get `n_min`.
+    `paired`: the pilot sd is an observed paired sd (else one arm's, taken x sqrt(2)); `holm`: power at the strictest level Holm's
+    procedure can test the claim at, alpha / m over the paper's m tested claims (else at alpha). New claims are declared with both."""
     import math
-    from memlm.stats import seeds_needed
+    from memlm.stats import ALPHA, seeds_needed
     f = Path(claims_dir or results_dir()/'claims')/f'{paper}.csv'
     with open(f, newline='') as fh: rows = list(csv.DictReader(fh))
     cols, changed = list(rows[0]), []
+    m = sum(r['kind'] in ('effect', 'equivalence', 'threshold') for r in rows) if holm else 1
+    sd_used = pilot_sd_pct if paired else math.sqrt(2) * pilot_sd_pct
     for r in rows:
         if r['kind'] != 'effect' or r['result'] not in results: continue
         pv = _num(r['paper_value'])
-        need = seeds_needed(pv, math.sqrt(2) * pilot_sd_pct) if pv else None
+        need = seeds_needed(pv, sd_used, ALPHA / m) if pv else None
         n = max(n_min, need or n_min)
         capped = n_max is not None and n > n_max
         r['n'] = str(n_max if capped else n)
         r['n_basis'] = (f'declared before the arms ran from the pilot sd {pilot_sd_pct:.2f} % ({basis}): '
-                        + (f'{need} seeds give 80 % power at the paper\'s {pv:g} % (paired sd taken as √2 × the pilot\'s)' if need else f'no paper effect to size it: {n_min}')
+                        + (f'{need} seeds give 80 % power at the paper\'s {pv:g} % ' + ('(the observed paired sd)' if paired else '(paired sd taken as √2 × the pilot\'s)')
+                           + (f' at Holm\'s strictest level, α/{m}' if holm else '') if need else f'no paper effect to size it: {n_min}')
                         + (f'; capped at {n_max} by the budget' if capped else ''))
         changed.append(r)
     with open(f, 'w', newline='') as fh:

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from scipy import stats as st
 
 # %% auto #0
-__all__ = ['KINDS', 'VERDICTS', 'ALPHA', 'Test', 'parse_test', 't_interval', 'decision', 'holm_levels', 'holm', 'power',
-           'seeds_needed', 'decide', 'family_note', 'forest_plot']
+__all__ = ['KINDS', 'VERDICTS', 'ALPHA', 'Test', 'parse_test', 't_interval', 'sd_interval', 'decision', 'holm_levels', 'holm',
+           'power', 'seeds_needed', 'decide', 'family_note', 'forest_plot']
 
 # %% ../nbs/05a_stats.ipynb #3b6d47b2
 KINDS = ('effect', 'equivalence', 'threshold', 'absolute', 'reading', 'target')
@@ -53,6 +53,12 @@ def t_interval(mean: float, sd: float, n: int, level: float = 1 - ALPHA) -> tupl
     if n is None or n < 2 or sd is None or math.isnan(sd): return None
     h = st.t.ppf(0.5 + level / 2, n - 1) * sd / math.sqrt(n)
     return (mean - h, mean + h)
+
+def sd_interval(sd: float, n: int, level: float = 1 - ALPHA) -> tuple[float, float] | None:
+    "The `level` interval of a standard deviation estimated from n values (chi-square, normal data); None below 2."
+    if n is None or n < 2 or sd is None or math.isnan(sd): return None
+    df = n - 1
+    return (sd * math.sqrt(df / st.chi2.ppf(0.5 + level / 2, df)), sd * math.sqrt(df / st.chi2.ppf(0.5 - level / 2, df)))
 
 def _tail(t: float, df: int, upper: bool) -> float:
     "P(T > t) (upper) or P(T < t) for Student's t; exact for t = ±inf (a sd of 0)."
