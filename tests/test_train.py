@@ -164,3 +164,20 @@ def test_patience_counter_survives_resume(tmp_path):
     assert [h['epoch'] for h in full] == [1, 2, 3, 4, 5] and full[-1]['stopped'] == 'patience'
     run(3, tmp_path/'b'); resumed = run(7, tmp_path/'b', start=3)
     assert resumed[-1]['epoch'] == 5 and resumed[-1]['stopped'] == 'patience'
+
+
+@pytest.mark.parametrize('variable', [False, True], ids=['fixed-bptt', 'variable-bptt'])
+def test_fit_sees_every_training_target_once_per_epoch(variable):
+    "Each epoch's windows tile the batchified training stream: every target position once, none twice, none skipped."
+    from memlm.data import batchify
+    from memlm.models import LSTMLM, LSTMLMConfig
+    N, bs = 403, 4
+    train = torch.arange(N)                                              # every token its own id: a target names its position
+    seen = []
+    def extra(model, batch, out): seen.append(batch[1].flatten().tolist()); return out.logp.sum() * 0.
+    cfg = TrainConfig(lr=0.1, epochs=2, batch_size=bs, bptt=7, variable_bptt=variable, eval_batch_size=4, progress=False)
+    torch.manual_seed(0)
+    fit(LSTMLM(LSTMLMConfig.tiny(N)), LMTask(train, train[:50]), cfg, extra_loss=extra)
+    want = sorted(batchify(train, bs)[1:].flatten().tolist())
+    got = sorted(t for b in seen for t in b)
+    assert got == sorted(want + want), (len(got), len(want))          # two epochs, each target once per epoch
