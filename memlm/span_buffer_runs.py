@@ -290,11 +290,11 @@ def form_specs(main: Spec, reading: tuple | None) -> list[Spec]:
                          main.seed, name=f'form_{f}_clip', data_id=main.data_id)]
 
 # %% ../nbs/10_span_buffer.ipynb #ab6babe1
-def screen_last_ppl(log: Path) -> float | None:
-    "The validation perplexity at the last epoch of a screen run's log (what the screen compares; None without one)."
+def screen_last_ppl(log: Path, key: str = 'val_ppl') -> float | None:
+    "The validation perplexity (`key`: of the mixture, or `val_ppl_buffer` of the buffer alone) at the last epoch of a screen run's log (None without one)."
     if not Path(log).exists(): return None
     hist = [json.loads(l) for l in Path(log).read_text().splitlines() if l.strip()]
-    return hist[-1]['val_ppl'] if hist else None
+    return hist[-1][key] if hist else None
 
 def choose_form_etas(screen: dict) -> dict | None:
     """Each reward form's eta, read off the screen: the lowest validation perplexity at the last epoch among `SCREEN_ETAS`.
@@ -304,7 +304,7 @@ def choose_form_etas(screen: dict) -> dict | None:
 
 # %% ../nbs/10_span_buffer.ipynb #lags00cd
 LAG_READINGS = {'expected': dict(reward_form='expected'), 'sampled': dict(reward_form='sampled'), 'eta0': dict(reward_form='log', eta=0.)}
-LAG_SCREEN_BEST: str | None = None   # the screen's best reading ('lag0_expected', ...), read off its records by `choose_lag_screen` (None: not chosen)
+LAG_SCREEN_BEST: str | None = 'lag0_sampled'   # the screen's best reading, read off its records by `choose_lag_screen` (None: not chosen)
 
 def lag_screen_specs(main: Spec, epochs: int, best: str | None = LAG_SCREEN_BEST) -> list[Spec]:
     """`lag` in {0, 1} x `LAG_READINGS` (the bounded reward readings at their screened eta, `FORM_ETAS`, and no reward) on the
