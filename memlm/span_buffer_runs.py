@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 # %% auto #0
-__all__ = ['KEY_MODULE', 'CONTROLS', 'PARTS', 'SCREEN_ETAS', 'FORM_ETAS', 'READING', 'CLIP_EXTRA', 'LAG_READINGS', 'LAG_SCREEN_BEST', 'CPU_ETA', 'ETA_READINGS', 'SYNTH_DIAGNOSTICS', 'RECALL_VARIANTS', 'LM_TRAIN', 'SMOKE_TRAIN', 'AWD_TRAIN', 'MOS_TRAIN', 'CHECK_TRAIN', 'FORMER_CHECK_SCHEDULE', 'CHECKS', 'CHECK_ARMS', 'SCALES', 'SynthConfig', 'RecallConfig', 'lm_corpus', 'SNBExp', 'build_lm', 'train_lm', 'trained_lm', 'DynEvalExp', 'dyneval_lm', 'SnapshotExp', 'snapshot_lm', 'ControlsExp', 'snb_controls_lm', 'MixtureFloorLM', 'WholeMixtureLM', 'ThroughputExp', 'snb_throughput', 'screen_specs', 'form_specs', 'screen_last_ppl', 'choose_form_etas', 'lag_screen_specs', 'choose_lag_screen', 'synth_diagnostics', 'recall_variants', 'SNBScale', 'lm_configs', 'check_specs', 'make_plan']
+__all__ = ['KEY_MODULE', 'CONTROLS', 'PARTS', 'SCREEN_ETAS', 'FORM_ETAS', 'READING', 'CLIP_EXTRA', 'LAG_READINGS', 'LAG_SCREEN_BEST', 'LAG_FULL', 'CPU_ETA', 'ETA_READINGS', 'SYNTH_DIAGNOSTICS', 'RECALL_VARIANTS', 'LM_TRAIN', 'SMOKE_TRAIN', 'AWD_TRAIN', 'MOS_TRAIN', 'CHECK_TRAIN', 'FORMER_CHECK_SCHEDULE', 'CHECKS', 'CHECK_ARMS', 'SCALES', 'SynthConfig', 'RecallConfig', 'lm_corpus', 'SNBExp', 'build_lm', 'train_lm', 'trained_lm', 'DynEvalExp', 'dyneval_lm', 'SnapshotExp', 'snapshot_lm', 'ControlsExp', 'snb_controls_lm', 'MixtureFloorLM', 'WholeMixtureLM', 'ThroughputExp', 'snb_throughput', 'screen_specs', 'form_specs', 'screen_last_ppl', 'choose_form_etas', 'lag_screen_specs', 'choose_lag_screen', 'lag_full_specs', 'choose_lag_full', 'synth_diagnostics', 'recall_variants', 'SNBScale', 'lm_configs', 'check_specs', 'make_plan']
 
 # %% ../nbs/10_span_buffer.ipynb #33a30e10
 import copy, functools, json, math
@@ -25,7 +25,7 @@ from .evaluate import DynEvalConfig, dynamic_evaluate, evaluate, gradient_stats
 from .experiment import Spec, borrow, RunContext, data_identity, final_weights
 from .plan import Plan
 import memlm.awd_lstm as core
-from .span_buffer import (REWARD_FORMS, SNBConfig, SNBTask, SpanBufferLM, attention_snapshot, interpolate, reward_grad_ratio,
+from .span_buffer import (PRECONDITION, REWARD_FORMS, SNBConfig, SNBTask, SpanBufferLM, attention_snapshot, interpolate, reward_grad_ratio,
                                score_parts, snb_controls, snb_evaluate, snb_extra_loss, unigram_logprobs)   # the method
 
 # %% ../nbs/10_span_buffer.ipynb #8eb95a87
@@ -257,7 +257,7 @@ def snb_throughput(cfg: ThroughputExp, seed: int, ctx: RunContext) -> dict:
     return out
 
 # %% ../nbs/10_span_buffer.ipynb #05a936b5
-PARTS = ('lm', 'dynamic_eval', 'ablations', 'readings', 'sweep', 'synthetic', 'recall', 'wt2', 'figures', 'throughput', 'screen', 'forms', 'controls', 'lag_screen')
+PARTS = ('lm', 'dynamic_eval', 'ablations', 'readings', 'sweep', 'synthetic', 'recall', 'wt2', 'figures', 'throughput', 'screen', 'forms', 'controls', 'lag_screen', 'lag_full')
 
 # %% ../nbs/10_span_buffer.ipynb #66f47cfe
 SCREEN_ETAS = (1., 0.3, 0.1, 0.03)   # the reward-reading screen: each form at each eta, one seed, a few epochs at the trunk's lr
@@ -320,6 +320,21 @@ def choose_lag_screen(last_q: dict) -> str | None:
     "The screened reading whose buffer alone has the lowest validation ppl at the last epoch (`last_q`: {reading: that ppl}; None until all ran)."
     names = [f'lag{lag}_{r}' for lag in (0, 1) for r in LAG_READINGS]
     return None if any(n not in last_q for n in names) else min(names, key=last_q.get)
+
+# %% ../nbs/10_span_buffer.ipynb #lagf00cd
+LAG_FULL = ('lag0_sampled', 'lag0_eta0', 'lag0_expected')   # the lag screen's three lowest buffer-alone perplexities, trained at full length
+
+def lag_full_specs(main: Spec, names=LAG_FULL) -> list[Spec]:
+    "The screened readings `names` at full length on `main`'s recipe (one seed): the +SNB runs a reading is chosen from."
+    kw = {f'lag{lag}_{r}': dict(lag=lag, **LAG_READINGS[r], **({} if 'eta' in LAG_READINGS[r] else
+                                dict(eta=(FORM_ETAS or {}).get(LAG_READINGS[r]['reward_form'], main.cfg.snb.eta)))) for lag in (0, 1) for r in LAG_READINGS}
+    return [Spec(train_lm, replace(main.cfg, snb=replace(main.cfg.snb, **kw[n])), main.seed, name=f'lagfull_{n}', data_id=main.data_id) for n in names]
+
+def choose_lag_full(rows: dict, factor: float = PRECONDITION) -> str | None:
+    """The reading with the lowest mixture validation ppl among those whose buffer alone is within `factor` of its RNN alone
+    (`rows`: {reading: dict(val_ppl, val_ppl_buffer, val_ppl_rnn)} of the finished full-length runs); None if none meets it."""
+    ok = {n: r for n, r in rows.items() if r['val_ppl_buffer'] <= factor * r['val_ppl_rnn']}
+    return min(ok, key=lambda n: ok[n]['val_ppl']) if ok else None
 
 # %% ../nbs/10_span_buffer.ipynb #1424aa5a
 CPU_ETA = 0.1   # eta of the cpu +SNB runs: the lowest validation perplexity of eta in {1, 0.1, 0} (part 'readings', see 'Which spans')
@@ -534,6 +549,7 @@ def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Pla
         'screen': screen_specs(main, S.screen_epochs) if S.screen_epochs else [],
         'forms': form_specs(_printed(main, scale), READING) if scale == 'cpu' else [],
         'lag_screen': lag_screen_specs(_printed(main, scale), S.screen_epochs) if S.screen_epochs else [],
+        'lag_full': lag_full_specs(_printed(main, scale)) if scale in ('smoke', 'cpu') else [],
         'controls': [Spec(snb_controls_lm, ControlsExp(lm=s.cfg, lm_run=s.folder, max_tokens=S.fig5_tokens if scale == 'smoke' else None), s.seed,
                           name=f'controls_{s.name}', data_id=s.data_id, needs=(s,)) for s in lms['awd_snb'] + lms['mos_snb']]})
     # the MoS rows are a comparison of their own: a campaign may train them on a GPU though the AWD-LSTM rows of a seed trained on the CPU
