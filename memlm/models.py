@@ -163,6 +163,16 @@ class AWDLSTMConfig:
     dropoutl: float | None = None  # locked dropout on the MoS latent vectors; None: `dropouth` (as the MoS code)
     init_range: float = 0.1        # embedding (and untied decoder) ~ U(-init_range, init_range)
 
+    def __post_init__(self):
+        "Refuse sizes below 1 and dropouts outside [0, 1), naming the field."
+        for f in ('vocab_size', 'emsize', 'nhid', 'nlayers'):
+            if not isinstance(getattr(self, f), int) or getattr(self, f) < 1: raise ValueError(f'AWDLSTMConfig.{f} = {getattr(self, f)!r}: expected an integer >= 1')
+        if self.nhidlast is not None and (not isinstance(self.nhidlast, int) or self.nhidlast < 1): raise ValueError(f'AWDLSTMConfig.nhidlast = {self.nhidlast!r}: expected None or an integer >= 1')
+        if not isinstance(self.n_experts, int) or self.n_experts < 0: raise ValueError(f'AWDLSTMConfig.n_experts = {self.n_experts!r}: expected an integer >= 0')
+        for f in ('dropout', 'dropouth', 'dropouti', 'dropoute', 'wdrop', 'dropoutl'):
+            v = getattr(self, f)
+            if v is not None and not 0 <= v < 1: raise ValueError(f'AWDLSTMConfig.{f} = {v!r}: expected a dropout in [0, 1)')
+
     @property
     def last_size(self) -> int:
         "Output size of the last layer."

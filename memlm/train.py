@@ -58,6 +58,18 @@ class TrainConfig:
     load_best: bool = True           # end with the best-validation weights in the model
     progress: bool = field(default=True, metadata={'key': False})  # tqdm progress bar
     # (fields with metadata key=False do not change the result: memlm.experiment leaves them out of a run's key)
+    def __post_init__(self):
+        "Refuse values that would fail far away, naming the field."
+        bad = lambda f, why: ValueError(f'TrainConfig.{f} = {getattr(self, f)!r}: {why}')
+        if self.optimizer not in ('sgd', 'adam'): raise bad('optimizer', "expected 'sgd' or 'adam'")
+        if self.monitor_mode not in ('min', 'max'): raise bad('monitor_mode', "expected 'min' or 'max'")
+        for f in ('batch_size', 'bptt', 'eval_batch_size', 'nonmono'):
+            if not isinstance(getattr(self, f), int) or getattr(self, f) < 1: raise bad(f, 'expected an integer >= 1')
+        if not isinstance(self.epochs, int) or self.epochs < 0: raise bad('epochs', 'expected an integer >= 0')
+        for f in ('lr', 'weight_decay', 'alpha', 'beta'):
+            if not getattr(self, f) >= 0: raise bad(f, 'expected a number >= 0')
+        if not self.lr_decay > 0: raise bad('lr_decay', 'expected a number > 0')
+        if self.clip is not None and not self.clip >= 0: raise bad('clip', 'expected None or a number >= 0')
 
 # %% ../nbs/03_train.ipynb #036fb170
 def make_optimizer(params, cfg: TrainConfig) -> torch.optim.Optimizer:
