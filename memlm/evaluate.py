@@ -121,6 +121,11 @@ class DynEvalConfig:
     cudnn: bool = False              # keep cuDNN on: only for models that backprop through cuDNN in eval mode
     flush_articles: bool = field(default=False, metadata={'key': 'if_set'})   # θ ← θ₀ at every article start (with `articles`)
 
+    def __post_init__(self):
+        if self.method not in ('rms', 'sgd'): raise ValueError(f"DynEvalConfig.method = {self.method!r}: expected 'rms' or 'sgd'")
+        for f in ('lr', 'lam', 'eps'):
+            if not getattr(self, f) >= 0: raise ValueError(f'DynEvalConfig.{f} = {getattr(self, f)!r}: expected a number >= 0')
+
     @classmethod
     def paper(cls, **kw):
         "The paper's AWD-LSTM setting (PTB and WT2): lr 0.002, λ 0.02, ε 0.001 on the old scale."

@@ -108,6 +108,11 @@ class PhraseConfig:
     context_layer: int = -2            # c_i = out.outputs[context_layer]: -2 = the penultimate layer, after its dropout
     def __post_init__(self):
         if self.attention not in ATTENTIONS: raise ValueError(f'attention must be one of {ATTENTIONS}, got {self.attention!r}')
+        if self.alignment not in ('sigmoid', 'squared'): raise ValueError(f"PhraseConfig.alignment = {self.alignment!r}: expected 'sigmoid' or 'squared'")
+        if not isinstance(self.kernel, int) or self.kernel < 1: raise ValueError(f'PhraseConfig.kernel = {self.kernel!r}: expected an integer >= 1')
+        if not isinstance(self.n_neg, int) or self.n_neg < 0: raise ValueError(f'PhraseConfig.n_neg = {self.n_neg!r}: expected an integer >= 0')
+        if not 0 <= self.dropout < 1: raise ValueError(f'PhraseConfig.dropout = {self.dropout!r}: expected a dropout in [0, 1)')
+        if not self.gamma >= 0: raise ValueError(f'PhraseConfig.gamma = {self.gamma!r}: expected a weight >= 0')
 
 # %% ../nbs/11_phrase_induction.ipynb #2943d7d4
 class PhraseInduction(nn.Module):

@@ -56,6 +56,9 @@ class SNBConfig:
     mask_newest: bool = field(default=False, metadata={'key': 'if_set'})  # a control: the newest span unseen (what lag 0 predicts from further back than h_t)
 
     def __post_init__(self):
+        for f in ('span_len', 'buffer_size'):
+            if not isinstance(getattr(self, f), int) or getattr(self, f) < 1: raise ValueError(f'SNBConfig.{f} = {getattr(self, f)!r}: expected an integer >= 1')
+        if not self.eta >= 0: raise ValueError(f'SNBConfig.eta = {self.eta!r}: expected a weight >= 0')
         if self.score not in ('tanh', 'linear'): raise ValueError(f"score must be 'tanh' or 'linear', got {self.score!r}")
         if self.span_source not in ('raw', 'dropped'): raise ValueError(f"span_source must be 'raw' or 'dropped', got {self.span_source!r}")
         if self.policy not in POLICIES: raise ValueError(f'unknown policy {self.policy!r}; valid: {POLICIES}')
