@@ -4,7 +4,7 @@
 
 # %% ../nbs/08a_campaign.ipynb #0fe34b46
 from __future__ import annotations
-import importlib, json, os, re, tarfile, time
+import functools, importlib, json, os, re, tarfile, time
 from concurrent.futures import ProcessPoolExecutor, wait, FIRST_COMPLETED
 import multiprocessing as mp
 from pathlib import Path
@@ -190,11 +190,12 @@ def _member_place(name: str) -> tuple[str, str, str, tuple[str, ...]]:
         raise ValueError(f'{name!r}: not a scale, paper, run folder and file name as memlm writes them')
     return scale, paper, run, tuple(rest)
 
-def _plan_spec(scale: str, paper: str, run: str, _plans={}) -> Spec | None:
+@functools.lru_cache(maxsize=None)
+def _plan(scale: str, paper: str) -> Plan: return paper_plan(paper, scale, [0, 1, 2])
+
+def _plan_spec(scale: str, paper: str, run: str) -> Spec | None:
     "The run of `paper`'s plan at `scale` whose folder is `run` (today's recipe or a retired one), or None."
-    if (scale, paper) not in _plans: _plans[scale, paper] = paper_plan(paper, scale, [0, 1, 2])
-    plan = _plans[scale, paper]
-    return next((s for s in plan.specs() + plan.retired if s.folder == run), None)
+    return _plan(scale, paper).by_folder(run)
 
 def _inside(path: Path, base: Path) -> bool:
     "Whether `path`, every link on the way followed, stays inside `base` (links followed too)."

@@ -103,9 +103,11 @@ def former_value(c: dict, scales=('paper', 'gpu', 'cpu'), retired=retired_runs) 
     return ''
 
 # %% ../nbs/05b_claims.ipynb #2a05bade
-def _run_records(rec: dict, paper_dir: Path) -> list[dict]:
-    "The records of the runs behind an aggregated record that are in `paper_dir/runs` (a borrowed run of another paper is not)."
-    return [json.loads(f.read_text()) for f in (paper_dir/'runs'/r/'record.json' for r in rec.get('runs') or []) if f.exists()]
+def _run_records(rec: dict, paper_dir: Path, arms: str = '') -> list[dict]:
+    """The records of the runs behind an aggregated record that are in `paper_dir/runs` (a borrowed run of another paper is not);
+    `arms`: only the runs of those names (space-separated: one comparison's own)."""
+    runs = [json.loads(f.read_text()) for f in (paper_dir/'runs'/r/'record.json' for r in rec.get('runs') or []) if f.exists()]
+    return [r for r in runs if r.get('name') in arms.split()] if arms.split() else runs
 
 def trained_at(rec: dict, paper_dir: Path) -> str:
     "The commits that trained the runs behind an aggregated record, every session's (`trained_by`) where a run lists them (its own commit when it names no runs)."
@@ -115,8 +117,7 @@ def trained_at(rec: dict, paper_dir: Path) -> str:
 
 def schedule(rec: dict, paper_dir: Path, arms: str = '') -> str:
     "The schedule the runs behind an aggregated record trained (`arms`: those runs only): '28 epochs', '22-25 epochs', or '' (no training)."
-    runs = [r for r in _run_records(rec, paper_dir) if not arms.split() or r.get('name') in arms.split()]
-    eps = sorted({r['epochs'] for r in runs if isinstance(r.get('epochs'), int) and r['epochs'] > 0})
+    eps = sorted({r['epochs'] for r in _run_records(rec, paper_dir, arms) if isinstance(r.get('epochs'), int) and r['epochs'] > 0})
     return '' if not eps else f'{eps[0]} epochs' if len(eps) == 1 else f'{eps[0]}-{eps[-1]} epochs'
 
 EARLY_STOPS = ('patience', 'finetune converged', 'time budget', 'callback')   # stop reasons (`memlm.experiment.stop_reason`) other than the cap
@@ -125,8 +126,7 @@ def unequal_schedules(rec: dict, paper_dir: Path, arms: str = '') -> str | None:
     """Why the runs behind an aggregated record (`arms`: only the runs of those names, space-separated: one comparison's own) did not
     all train on one schedule: some stopped before their epoch cap by a rule of their own (early stopping on validation, fine-tuning
     converged, a time budget) and their lengths differ (None: one fixed schedule, or runs that do not train)."""
-    runs = _run_records(rec, paper_dir)
-    if arms.split(): runs = [r for r in runs if r.get('name') in arms.split()]
+    runs = _run_records(rec, paper_dir, arms)
     eps = [r['epochs'] for r in runs if r.get('epochs') is not None]
     early = sum(bool(r.get('stop_reason')) and r['stop_reason'].split(' (')[0] in EARLY_STOPS for r in runs)
     if not early or len(set(eps)) < 2: return None
@@ -141,6 +141,10 @@ def claim_note(c: dict, scale: str) -> str:
 # %% ../nbs/05b_claims.ipynb #32099d87
 def _fmt_ours(o: dict, where: str) -> str:
     return _fmt(o['value']) + (f" ± {_fmt(o['sd'])}" if o['sd'] else '') + (f" (n={o['n']}, {where})" if o['n'] else f" ({where})")
+
+def _where(r: dict) -> str:
+    "Where a claim row's value comes from, as the tables say it: its scale, its schedule, and whether it is partial."
+    return r['scale'] + (f", {r['schedule']}" if r.get('schedule') else '') + (', partial' if r.get('partial') else '')
 
 def _fmt_ci(ci) -> str: return f'[{_fmt(ci[0])}, {_fmt(ci[1])}]' if ci else ''
 
@@ -167,20 +171,23 @@ def _condition(c: dict, o: dict | None, scale: str | None) -> str | None:
     ok = {'>=': operator.ge, '<=': operator.le, '>': operator.gt, '<': operator.lt}[op](v, x)
     return None if ok else f'{where}{key} = {v:.3g}, where its declared condition is {key} {op} {x:g}'
 
-def _family_verdicts(cs: list[dict], vals: list, posthoc_rule: bool = False) -> list[dict]:
-    "`decide` over one declared family: each claim's exclusion rule applied only where it declared it (`posthoc_rule`: applied to all)."
+def _late(c: dict) -> bool:
+    "Whether claim `c`'s condition was added after its runs: it labels the row beside its verdict instead of making it a reading."
+    return (c.get('condition_declared') or '').strip() == 'after'
+
+def _family_verdicts(cs: list[dict], vals: list, fails: list, posthoc_rule: bool = False) -> list[dict]:
+    """`decide` over one declared family (`fails`: each claim's failed condition, `_condition`): each claim's exclusion rule applied
+    only where it declared it (`posthoc_rule`: applied to all)."""
     from memlm.stats import decide
     ins = []
-    for c, o in zip(cs, vals):
-        fails = _condition(c, o, o and o['scale'])
-        late = (c.get('condition_declared') or '').strip() == 'after'      # a condition added after the runs labels the row, beside its verdict
+    for c, o, fail in zip(cs, vals, fails):
         rules = {x.strip() for x in (c.get('exclusion') or '').split(',') if x.strip()}
         bad = rules - set(EXCLUSIONS)
         if bad: raise ValueError(f"{c['paper']}: unknown exclusion rule(s) {sorted(bad)} of {c['claim'][:40]!r}; valid: {', '.join(EXCLUSIONS)}")
         ins.append(dict(test=c['test'], paper=_num(c['paper_value']), n_declared=int(c['n']) if c['n'] else None,
                         value=o and o['value'], sd=o and o['sd'], n=o and o['n'], scale=o and o['scale'],
                         unequal=o and o.get('unequal') if (posthoc_rule or 'early_stopped' in rules) else None,
-                        construction=f"{c.get('condition_says') or 'true by construction at the recorded state'} ({fails})" if fails and not late else None,
+                        construction=f"{c.get('condition_says') or 'true by construction at the recorded state'} ({fail})" if fail and not _late(c) else None,
                         posthoc='declared after its runs' if (c.get('declared') or '').strip() == 'after' else None))
     return [i | v for i, v in zip(ins, decide(ins))]
 
@@ -197,11 +204,11 @@ def claim_verdicts(paper: str | None = None, scales=('paper', 'gpu', 'cpu')) -> 
         for fam in dict.fromkeys((c.get('family') or pp) for c in claims if c['paper'] == pp):
             cs = [c for c in claims if c['paper'] == pp and (c.get('family') or pp) == fam]
             vals = [claim_value(c, at(c)) for c in cs]
-            vs = _family_verdicts(cs, vals)
-            alt = _family_verdicts(cs, vals, posthoc_rule=True) if any(o and o.get('unequal') and i['unequal'] is None for o, i in zip(vals, vs)) else vs
-            for c, o, v, a in zip(cs, vals, vs, alt):
-                cond = _condition(c, o, o and o['scale']) if (c.get('condition_declared') or '').strip() == 'after' else None
-                if cond: a = dict(verdict='reading', why='')                          # the label of a condition declared after the runs
+            fails = [_condition(c, o, o and o['scale']) for c, o in zip(cs, vals)]      # each record read once
+            vs = _family_verdicts(cs, vals, fails)
+            alt = _family_verdicts(cs, vals, fails, posthoc_rule=True) if any(o and o.get('unequal') and i['unequal'] is None for o, i in zip(vals, vs)) else vs
+            for c, o, v, a, fail in zip(cs, vals, vs, alt, fails):
+                cond = fail if _late(c) else None                                         # the label of a condition declared after the runs
                 out.append(dict(paper=pp, claim=c['claim'], kind=c['test'].kind, expect=c['expect'], paper_value=v['paper'], value=v['value'],
                                 sd=v['sd'], n=v['n'], n_declared=v['n_declared'], scale=v['scale'] or '',
                                 partial=bool(o and o['partial'] and not (v['n_declared'] and (v['n'] or 1) >= v['n_declared'])),   # its own seeds complete: not partial
@@ -230,7 +237,7 @@ def summary_rows(scales=('paper', 'gpu', 'cpu')) -> list[dict]:
     for r in claim_verdicts(None, scales):
         ours = None
         if r['value'] is not None:
-            ours = _fmt_ours(dict(value=r['value'], sd=r['sd'], n=r['n']), r['scale'] + (f", {r['schedule']}" if r.get('schedule') else '') + (', partial' if r['partial'] else ''))
+            ours = _fmt_ours(dict(value=r['value'], sd=r['sd'], n=r['n']), _where(r))
             if r['larger']: ours += f"; so far at {r['larger']['scale']}: " + _fmt_ours(r['larger'], 'partial')
         why = '; '.join(x for x in (r['why'], r['note']) if x)
         out.append(dict(paper=r['paper'], claim=r['claim'], test=f"{r['kind']} {r['expect']}".strip() + (f" (n={r['n_declared']})" if r['n_declared'] else ''),
@@ -323,7 +330,7 @@ def write_results(path: Path | None = None, figs: Path | None = None, papers: li
             out.append(f"\n![{pp}: forest plot]({(figs/f'{pp}_forest.png').relative_to(path.parent)})\n")
         table = []
         for r in rows:
-            ours = '–' if r['value'] is None else _fmt_ours(dict(value=r['value'], sd=r['sd'], n=r['n']), r['scale'] + (f", {r['schedule']}" if r.get('schedule') else '') + (', partial' if r['partial'] else ''))
+            ours = '–' if r['value'] is None else _fmt_ours(dict(value=r['value'], sd=r['sd'], n=r['n']), _where(r))
             rec = results_dir()/r['scale']/pp/f"{r['result']}.json" if r['scale'] else None
             why = '; '.join(x for x in (r['why'], r['note'] if r['note'] != common.get(r['scale']) else '') if x)
             table.append({'claim': r['claim'], 'test': f"{r['kind']} {r['expect']}".strip() + (f" (n={r['n_declared']})" if r['n_declared'] else ''),

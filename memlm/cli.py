@@ -171,9 +171,8 @@ def main(argv=None) -> int:
         except (Interrupted, KeyboardInterrupt) as e:
             print(f'interrupted ({e or "Ctrl-C"}): the run is checkpointed and recorded as interrupted; the same command continues it', file=sys.stderr)
             return 130
-        for folder, who in getattr(res, 'elsewhere', []):
-            print(f'error: {folder} is being run by another process ({who}); not started here', file=sys.stderr)
-        return 3 if getattr(res, 'elsewhere', None) else 1 if res.corrupt else 0
+        for folder, who in res.elsewhere: print(f'error: {folder} is being run by another process ({who}); not started here', file=sys.stderr)
+        return 3 if res.elsewhere else 1 if res.corrupt else 0
     if a.cmd == 'park':
         try: parked = X.park_named(a.paper, a.scale, a.runs, seeds=a.seeds, data_path=data)
         except (ValueError, FileNotFoundError) as e: raise SystemExit(f'error: {e}') from None

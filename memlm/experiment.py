@@ -285,8 +285,7 @@ def runs_command(run_dir, rerun: bool = False) -> str:
     try:
         from memlm.plan import paper_plan
         plan = paper_plan(paper, scale, [0, 1, 2])
-        spec = next((s for s in plan.specs() + plan.retired if s.folder == run.name), None)
-        if spec is not None: item = plan.item(spec)
+        if (spec := plan.by_folder(run.name)) is not None: item = plan.item(spec)
     except (ImportError, ValueError): pass                      # no plan of that name (a test's demo paper): the folder's name
     return f"make runs PAPER={paper} SCALE={scale} RUNS='{item}'" + (' RERUN=1' if rerun else '')
 

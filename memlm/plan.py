@@ -141,7 +141,7 @@ class Plan:
             if rec is not None: started.add(s.folder)
             if rec is not None and rec['status'] == 'done' and not again(s): records[s.folder] = ensure_carried(s, self.dir(s), rec)
             elif not wait_locked and (who := lock_holder(self.dir(s))):   # another process trains it now: not waited for
-                elsewhere.append(s); print(f'{s.folder}: running elsewhere ({who}); not waited for', flush=True)
+                elsewhere.append((s, who)); print(f'{s.folder}: running elsewhere ({who}); not waited for', flush=True)
             else: todo.append(s)
         lost = {s.folder for s in specs if s.folder in records and self.derived_missing(s)}
         if lost and todo:                        # a fresh checkout: what git does not keep is made again, for the runs that read it
@@ -177,8 +177,8 @@ class Plan:
                     for f in as_completed(futs):
                         s = futs[f]; records[s.folder] = f.result()
                         if progress: print(_run_line(records[s.folder], s))
-        res = Results(specs, {s.folder: records[s.folder] for s in specs if s.folder in records}, remaining + elsewhere + [s for s, _ in corrupt])
-        res.corrupt, res.elsewhere = [s.folder for s, _ in corrupt], [(s.folder, lock_holder(self.dir(s)) or 'finished since') for s in elsewhere]
+        res = Results(specs, {s.folder: records[s.folder] for s in specs if s.folder in records}, remaining + [s for s, _ in elsewhere + corrupt])
+        res.corrupt, res.elsewhere = [s.folder for s, _ in corrupt], [(s.folder, who) for s, who in elsewhere]
         if progress and not res.complete: print(res.status())
         if corrupt and not corrupt_ok: raise CorruptRecordError('\n'.join(str(e) for _, e in corrupt))
         return res
@@ -240,6 +240,11 @@ def _item(self: Plan, spec: Spec) -> str:
         except ValueError: continue
     return f'{spec.name}:{spec.seed}'
 Plan.item = _item
+
+def _by_folder(self: Plan, folder: str) -> Spec | None:
+    "The run of this plan (today's recipe or a retired one) whose folder is `folder`, or None."
+    return next((s for s in self.specs() + self.retired if s.folder == folder), None)
+Plan.by_folder = _by_folder
 
 # %% ../nbs/05c_plan.ipynb #a82e35e5
 def plan_module(paper: str):

@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 # %% auto #0
-__all__ = ['KEY_MODULE', 'CONTROLS', 'PARTS', 'SCREEN_ETAS', 'FORM_ETAS', 'READING', 'CLIP_EXTRA', 'LAG_READINGS', 'LAG_SCREEN_BEST', 'LAG_FULL', 'CPU_ETA', 'ETA_READINGS', 'SYNTH_DIAGNOSTICS', 'RECALL_VARIANTS', 'LM_TRAIN', 'SMOKE_TRAIN', 'AWD_TRAIN', 'MOS_TRAIN', 'CHECK_TRAIN', 'FORMER_CHECK_SCHEDULE', 'CHECKS', 'CHECK_ARMS', 'SCALES', 'SynthConfig', 'RecallConfig', 'lm_corpus', 'SNBExp', 'build_lm', 'train_lm', 'trained_lm', 'DynEvalExp', 'dyneval_lm', 'SnapshotExp', 'snapshot_lm', 'ControlsExp', 'snb_controls_lm', 'MixtureFloorLM', 'WholeMixtureLM', 'ThroughputExp', 'snb_throughput', 'screen_specs', 'form_specs', 'screen_last_ppl', 'choose_form_etas', 'lag_screen_specs', 'choose_lag_screen', 'lag_full_specs', 'choose_lag_full', 'synth_diagnostics', 'recall_variants', 'SNBScale', 'lm_configs', 'check_specs', 'make_plan']
+__all__ = ['KEY_MODULE', 'CONTROLS', 'PARTS', 'SCREEN_ETAS', 'FORM_ETAS', 'READING', 'CLIP_EXTRA', 'LAG_READINGS', 'LAG_SCREEN_BEST', 'LAG_FULL', 'CPU_ETA', 'ETA_READINGS', 'SYNTH_DIAGNOSTICS', 'RECALL_VARIANTS', 'LM_TRAIN', 'SMOKE_TRAIN', 'AWD_TRAIN', 'MOS_TRAIN', 'CHECK_TRAIN', 'FORMER_CHECK_SCHEDULE', 'CHECKS', 'CHECK_ARMS', 'SCALES', 'SynthConfig', 'RecallConfig', 'lm_corpus', 'SNBExp', 'build_lm', 'train_lm', 'trained_lm', 'DynEvalExp', 'dyneval_lm', 'SnapshotExp', 'snapshot_lm', 'ControlsExp', 'snb_controls_lm', 'MixtureFloorLM', 'WholeMixtureLM', 'ThroughputExp', 'snb_throughput', 'screen_train', 'screen_specs', 'form_specs', 'screen_last_ppl', 'choose_form_etas', 'lag_readings', 'lag_screen_specs', 'choose_lag_screen', 'lag_full_specs', 'choose_lag_full', 'synth_diagnostics', 'recall_variants', 'SNBScale', 'lm_configs', 'check_specs', 'make_plan']
 
 # %% ../nbs/10_span_buffer.ipynb #33a30e10
 import copy, functools, json, math
@@ -106,8 +106,9 @@ def train_lm(cfg: SNBExp, seed: int, ctx: RunContext) -> dict:
     if cfg.finetune_epochs:
         hist = hist + ctx.fit(model, task, replace(cfg.train, seed=seed, finetune=True, epochs=cfg.finetune_epochs, time_budget_s=None),
                               stage='finetune', extra_loss=extra)
-    ev = functools.partial(snb_evaluate, unigram=unigram_logprobs(corpus.train, len(corpus.vocab))) if snb else evaluate   # +SNB: with the controls
-    val = ev(model, corpus.valid, cfg.val_batch_size, cfg.eval_bptt)
+    uni = unigram_logprobs(corpus.train, len(corpus.vocab)) if snb else None
+    ev = functools.partial(snb_evaluate, unigram=uni) if snb else evaluate     # +SNB: with the controls
+    val = snb_controls(model, corpus.valid, uni, cfg.val_batch_size, cfg.eval_bptt) if snb else ev(model, corpus.valid, cfg.val_batch_size, cfg.eval_bptt)
     test = ev(model, corpus.test, cfg.test_batch_size, cfg.eval_bptt, arts.get('test') if cfg.test_batch_size == 1 else None,
               focus=corpus.meta.get('focus', {}).get('test'))       # the recall corpus: its repeated words also alone
     out = dict(val_ppl=val['ppl'], test_ppl=test['ppl'], epochs=len(hist), params=sum(p.numel() for p in model.parameters()),
@@ -115,7 +116,7 @@ def train_lm(cfg: SNBExp, seed: int, ctx: RunContext) -> dict:
     out |= {f'test_{k}': v for k, v in test.items() if k.startswith('focus_')}
     if snb:
         out |= {f'test_{k}': v for k, v in test.items() if k not in ('loss', 'ppl', 'tokens')}
-        out |= {f'val_{k}': val[k] for k in ('pou', 'oracle_pou', *CONTROLS) if k in val and k != 'ppl'} | dict(val_buffer_over_rnn=val['ppl_buffer'] / val['ppl_rnn'])
+        out |= {f'val_{k}': val[k] for k in CONTROLS if k in val and k != 'ppl'}
         out['reward_grad_ratio'] = reward_grad_ratio(model, corpus.train, cfg.train.batch_size, cfg.train.bptt, 8)   # at the end (at η = 1), cf. the throughput run's at the start
     if cfg.corpus == 'synthetic':
         out |= dict(oracle_test_ppl=corpus.meta['oracle_ppl']['test'], short_memory_test_ppl=corpus.meta['short_memory_oracle_ppl']['test'])
@@ -262,10 +263,14 @@ PARTS = ('lm', 'dynamic_eval', 'ablations', 'readings', 'sweep', 'synthetic', 'r
 # %% ../nbs/10_span_buffer.ipynb #66f47cfe
 SCREEN_ETAS = (1., 0.3, 0.1, 0.03)   # the reward-reading screen: each form at each eta, one seed, a few epochs at the trunk's lr
 
+def screen_train(main: Spec, epochs: int) -> TrainConfig:
+    "A screen's schedule: `epochs` of `main`'s recipe at its initial lr, no decay and no early stop (the same runs whatever schedule the recipe chose)."
+    return replace(main.cfg.train, epochs=epochs, patience=None, min_delta=0., lr_decay_threshold=None, lr_decay_start=None, nt_asgd=False,
+                   lr_milestones=())
+
 def screen_specs(main: Spec, epochs: int) -> list[Spec]:
     "The reward readings screened on the +SNB model: every `REWARD_FORMS` x `SCREEN_ETAS`, `epochs` at the initial lr, no decay, one seed."
-    t = replace(main.cfg.train, epochs=epochs, patience=None, min_delta=0., lr_decay_threshold=None, lr_decay_start=None, nt_asgd=False,
-                lr_milestones=())   # the same runs whatever schedule the recipe chose
+    t = screen_train(main, epochs)
     return [Spec(train_lm, replace(main.cfg, train=t, snb=replace(main.cfg.snb, reward_form=f, eta=e)), main.seed, name=f'screen_{f}_eta{e:g}',
                  data_id=main.data_id) for f in REWARD_FORMS for e in SCREEN_ETAS]
 
@@ -306,19 +311,21 @@ def choose_form_etas(screen: dict) -> dict | None:
 LAG_READINGS = {'expected': dict(reward_form='expected'), 'sampled': dict(reward_form='sampled'), 'eta0': dict(reward_form='log', eta=0.)}
 LAG_SCREEN_BEST: str | None = 'lag0_sampled'   # the screen's best reading, read off its records by `choose_lag_screen` (None: not chosen)
 
-def lag_screen_specs(main: Spec, epochs: int, best: str | None = LAG_SCREEN_BEST) -> list[Spec]:
-    """`lag` in {0, 1} x `LAG_READINGS` (the bounded reward readings at their screened eta, `FORM_ETAS`, and no reward) on the
-    +SNB model, on the reward screen's schedule; with `best` chosen, that reading once more with `gate_input='h_xi'`."""
-    t = screen_specs(main, epochs)[0].cfg.train
-    def spec(name, **kw): return Spec(train_lm, replace(main.cfg, train=t, snb=replace(main.cfg.snb, **kw)), main.seed, name=f'lagscreen_{name}', data_id=main.data_id)
+def lag_readings(main: Spec) -> dict[str, dict]:
+    "{'lag<0|1>_<reading>': the `SNBConfig` changes} of `lag` in {0, 1} x `LAG_READINGS`, each reward form at its screened eta (`FORM_ETAS`)."
     eta = lambda r: {} if 'eta' in LAG_READINGS[r] else dict(eta=(FORM_ETAS or {}).get(LAG_READINGS[r]['reward_form'], main.cfg.snb.eta))
-    out = {f'lag{lag}_{r}': dict(lag=lag, **LAG_READINGS[r], **eta(r)) for lag in (0, 1) for r in LAG_READINGS}
-    specs = [spec(n, **kw) for n, kw in out.items()]
-    return specs + ([spec(f'{best}_h_xi', **out[best], gate_input='h_xi')] if best else [])
+    return {f'lag{lag}_{r}': dict(lag=lag, **LAG_READINGS[r], **eta(r)) for lag in (0, 1) for r in LAG_READINGS}
+
+def lag_screen_specs(main: Spec, epochs: int, best: str | None = LAG_SCREEN_BEST) -> list[Spec]:
+    """`lag_readings` (the bounded reward readings and no reward, at lag 0 and 1) on the +SNB model, on the reward screen's schedule
+    (`screen_train`); with `best` chosen, that reading once more with `gate_input='h_xi'`."""
+    t, out = screen_train(main, epochs), lag_readings(main)
+    def spec(name, **kw): return Spec(train_lm, replace(main.cfg, train=t, snb=replace(main.cfg.snb, **kw)), main.seed, name=f'lagscreen_{name}', data_id=main.data_id)
+    return [spec(n, **kw) for n, kw in out.items()] + ([spec(f'{best}_h_xi', **out[best], gate_input='h_xi')] if best else [])
 
 def choose_lag_screen(last_q: dict) -> str | None:
     "The screened reading whose buffer alone has the lowest validation ppl at the last epoch (`last_q`: {reading: that ppl}; None until all ran)."
-    names = [f'lag{lag}_{r}' for lag in (0, 1) for r in LAG_READINGS]
+    names = [f'lag{lag}_{r}' for lag in (0, 1) for r in LAG_READINGS]           # the names `lag_readings` gives
     return None if any(n not in last_q for n in names) else min(names, key=last_q.get)
 
 # %% ../nbs/10_span_buffer.ipynb #lagf00cd
@@ -326,8 +333,7 @@ LAG_FULL = ('lag0_sampled', 'lag0_eta0', 'lag0_expected')   # the lag screen's t
 
 def lag_full_specs(main: Spec, names=LAG_FULL) -> list[Spec]:
     "The screened readings `names` at full length on `main`'s recipe (one seed): the +SNB runs a reading is chosen from."
-    kw = {f'lag{lag}_{r}': dict(lag=lag, **LAG_READINGS[r], **({} if 'eta' in LAG_READINGS[r] else
-                                dict(eta=(FORM_ETAS or {}).get(LAG_READINGS[r]['reward_form'], main.cfg.snb.eta)))) for lag in (0, 1) for r in LAG_READINGS}
+    kw = lag_readings(main)
     return [Spec(train_lm, replace(main.cfg, snb=replace(main.cfg.snb, **kw[n])), main.seed, name=f'lagfull_{n}', data_id=main.data_id) for n in names]
 
 def choose_lag_full(rows: dict, factor: float = PRECONDITION) -> str | None:
