@@ -13,7 +13,7 @@ from .speed import FusedLSTMLM, LMStep, throughput
 from .train import TrainConfig
 from .tasks import LMTask
 from .evaluate import evaluate, dynamic_evaluate, DynEvalConfig, gradient_stats
-from .experiment import Spec, RunContext, data_identity, final_weights
+from .experiment import experiment, Spec, RunContext, data_identity, final_weights
 from .plan import Plan
 from .registry import markdown_table
 
@@ -37,6 +37,7 @@ class AWDExp:
     eval_bptt: int = 70
     data_path: str | None = field(default=None, metadata={'key': False})
 
+@experiment('memlm.awd_lstm.train_awd')
 def train_awd(cfg: AWDExp, seed: int, ctx: RunContext) -> dict:
     "Train AWD-LSTM (then fine-tune if asked); validation and test perplexity of the best (averaged) weights."
     corpus = lm_corpus(cfg.corpus, cfg.data_path)
@@ -68,6 +69,7 @@ class DynEvalExp:
     lm_run: str = ''                             # its run folder (next to this run's)
     dyn: DynEvalConfig = field(default_factory=DynEvalConfig.paper)
 
+@experiment('memlm.awd_lstm.dyneval_awd')
 def dyneval_awd(cfg: DynEvalExp, seed: int, ctx: RunContext) -> dict:
     "Static and dynamic validation/test perplexity of the trained model (gradient statistics from the training split)."
     corpus = lm_corpus(cfg.lm.corpus, cfg.lm.data_path)
@@ -91,6 +93,7 @@ class ThroughputExp:
     rounds: int = 30                             # interleaved rounds of one step each; medians over them
     threads: int | None = None                   # torch threads while measuring (None: the process's)
 
+@experiment('memlm.awd_lstm.awd_throughput')
 def awd_throughput(cfg: ThroughputExp, seed: int, ctx: RunContext) -> dict:
     "Tokens/s of AWD-LSTM and of the fused baseline, and their ratio (the core's `throughput`)."
     torch.manual_seed(seed)
@@ -121,6 +124,7 @@ def _pack_worker(rank: int, cfg: PackExp, device: str, barrier, out):
     sync(); out[rank] = (time.perf_counter() - t0) / cfg.steps
 
 # %% ../nbs/09_awd_lstm.ipynb #58bff9f7
+@experiment('memlm.awd_lstm.pack_timing')
 def pack_timing(cfg: PackExp, seed: int, ctx: RunContext) -> dict:
     "Seconds per training step of each of `cfg.procs` processes training `cfg.model` together on `ctx.device`; the epoch that implies."
     mpc = torch.multiprocessing.get_context('spawn')

@@ -194,7 +194,7 @@ def cache_ppl(model, data: Tensor, theta: float, lam: float, size: int = 2000, b
 
 # %% ../nbs/20_context_probe.ipynb #b9a549a7
 from dataclasses import field, replace
-from .experiment import Spec, RunContext, borrow, runs_dir, ckpt_home, load_record
+from .experiment import experiment, Spec, RunContext, borrow, runs_dir, ckpt_home, load_record
 from .plan import Plan, paper_plan
 from .registry import pick
 from .corpora import lm_corpus
@@ -235,6 +235,7 @@ class ProbeExp:
     tune_tokens: int = 10_000
 
 # %% ../nbs/20_context_probe.ipynb #b16e3dcf
+@experiment('memlm.context_probe.run_probe')
 def run_probe(cfg: ProbeExp, seed: int, ctx: RunContext) -> dict:
     "Probe curves, effective context, order-sensitive span, copy gain and perplexity on validation (and the same with a cache)."
     model, c = load_lm(cfg.lm, ctx.dir.parent.parent.parent/cfg.lm_paper/'runs'/cfg.lm_run)

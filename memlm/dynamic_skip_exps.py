@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 # %% auto #0
-__all__ = ['KEY_MODULE', 'NUMBER_ROWS', 'AUTHORS_RL', 'PREPOSITIONS', 'GLOVE_URL', 'NumberExp', 'number_data', 'classify_eval', 'number_model', 'train_number', 'trained_number', 'Fig4Exp', 'fig4_grad_norms', 'PTBExp', 'ptb_model', 'train_ptb', 'trained_ptb', 'skip_arcs', 'Fig6Exp', 'fig6_skips', 'NERExp', 'load_glove', 'conll_data', 'sgd_momentum', 'train_ner', 'choose_ner_epochs', 'last_gain', 'still_improving', 'lr_floor_epochs', 'IMDBExp', 'imdb_root', 'imdb_data', 'imdb_splits', 'train_imdb', 'ThroughputExp', 'skip_throughput']
+__all__ = ['NUMBER_ROWS', 'AUTHORS_RL', 'PREPOSITIONS', 'GLOVE_URL', 'NumberExp', 'number_data', 'classify_eval', 'number_model', 'train_number', 'trained_number', 'Fig4Exp', 'fig4_grad_norms', 'PTBExp', 'ptb_model', 'train_ptb', 'trained_ptb', 'skip_arcs', 'Fig6Exp', 'fig6_skips', 'NERExp', 'load_glove', 'conll_data', 'sgd_momentum', 'train_ner', 'choose_ner_epochs', 'last_gain', 'still_improving', 'lr_floor_epochs', 'IMDBExp', 'imdb_root', 'imdb_data', 'imdb_splits', 'train_imdb', 'ThroughputExp', 'skip_throughput']
 
 # %% ../nbs/14_dynamic_skip.ipynb #5ef6d3e9
 import functools, math, re, tempfile
@@ -24,12 +24,9 @@ from .train import TrainConfig, load_model
 from .tasks import BatchTask, LMTask
 from .evaluate import evaluate
 from .tagging import NERTagger, ner_vocabs, ner_collate, ner_f1
-from .experiment import RunContext, best_checkpoint, final_weights
+from .experiment import experiment, RunContext, best_checkpoint, final_weights
 from .dynamic_skip import (Reinforce, SeqClassifier, SkipLSTM, classifier_reward, grad_norms_over_time, lm_reward, make_layer,
                                 ner_reward, pad_crop)   # the method
-
-# %% ../nbs/14_dynamic_skip.ipynb #1bfa02d1
-KEY_MODULE = 'memlm.dynamic_skip'   # what run keys call this module: its experiment functions were first recorded there
 
 # %% ../nbs/14_dynamic_skip.ipynb #12e11650
 # Table 5's rows: the recurrent layer and its lambda, in training order (the rows the claim rests on first)
@@ -79,6 +76,7 @@ def number_model(cfg: NumberExp) -> SeqClassifier:
     return SeqClassifier(10, 10, lambda i: make_layer(cfg.kind, i, cfg.hidden, K=cfg.K, lam=cfg.lam))
 
 # %% ../nbs/14_dynamic_skip.ipynb #e52f77b1
+@experiment('memlm.dynamic_skip.train_number')
 def train_number(cfg: NumberExp, seed: int, ctx: RunContext) -> dict:
     "Train one classifier (REINFORCE for a dynamic layer); dev / test accuracy of the best dev epoch."
     (xtr, ytr), (xva, yva), (xte, yte) = number_data(cfg.length, cfg.offset, tuple(cfg.n), cfg.data_seed)
@@ -109,6 +107,7 @@ class Fig4Exp:
     runs: dict = field(default_factory=dict)     # row name -> that run's folder (next to this run's)
     n_examples: int = 1000                       # test examples the norms are averaged over
 
+@experiment('memlm.dynamic_skip.fig4_grad_norms')
 def fig4_grad_norms(cfg: Fig4Exp, seed: int, ctx: RunContext) -> dict:
     "`<row>/t<t>`: the normalised mean ||dL/dh_t|| of every trained model, and its share at the first step."
     out = {}
@@ -161,6 +160,7 @@ def ptb_model(cfg: PTBExp, vocab_size: int) -> LSTMLM:
     return LSTMLM(LSTMLMConfig(vocab_size=vocab_size, nhid=cfg.nhid, dropout=cfg.dropout, init_range=cfg.init_range), layers=[None, layer2])
 
 # %% ../nbs/14_dynamic_skip.ipynb #685c12bb
+@experiment('memlm.dynamic_skip.train_ptb')
 def train_ptb(cfg: PTBExp, seed: int, ctx: RunContext) -> dict:
     "Train one LM of Table 3; validation and test perplexity (evaluation batch 10, state carried)."
     corpus = lm_corpus(cfg.corpus, cfg.data_path)
@@ -204,6 +204,7 @@ class Fig6Exp:
     width: int = 12                              # words per example window
     n_examples: int = 3                          # windows ending in a preposition
 
+@experiment('memlm.dynamic_skip.fig6_skips')
 def fig6_skips(cfg: Fig6Exp, seed: int, ctx: RunContext) -> dict:
     "Shares of each skip over all words (`all/skip<k>`) and after prepositions, and the example windows."
     corpus = lm_corpus(cfg.lm.corpus, cfg.lm.data_path)
@@ -271,6 +272,7 @@ def sgd_momentum(params, cfg: TrainConfig, momentum: float = 0.9) -> torch.optim
     return torch.optim.SGD(params, lr=cfg.lr, momentum=momentum)
 
 # %% ../nbs/14_dynamic_skip.ipynb #f40c7fc3
+@experiment('memlm.dynamic_skip.train_ner')
 def train_ner(cfg: NERExp, seed: int, ctx: RunContext) -> dict:
     "Train one tagger; dev and test entity F1 of the best dev epoch."
     tr, dev, te = conll_data(cfg.corpus, cfg.data_path)
@@ -361,6 +363,7 @@ def imdb_splits(corpus: str, max_len: int, min_count: int, data_path: str | None
     return imdb_data(root, max_len, min_count)
 
 # %% ../nbs/14_dynamic_skip.ipynb #f62dd66a
+@experiment('memlm.dynamic_skip.train_imdb')
 def train_imdb(cfg: IMDBExp, seed: int, ctx: RunContext) -> dict:
     "Train one classifier; validation and test accuracy of the best validation epoch."
     (xtr, ytr), (xva, yva), (xte, yte), V = imdb_splits(cfg.corpus, cfg.max_len, cfg.min_count, cfg.data_path)
@@ -386,6 +389,7 @@ class ThroughputExp:
     lm_hidden: int = 650
     lm_rounds: int = 10
 
+@experiment('memlm.dynamic_skip.skip_throughput')
 def skip_throughput(cfg: ThroughputExp, seed: int, ctx: RunContext) -> dict:
     "`H<h>_B<b>_T<t>/<kind>/...`: tokens/s, nn.LSTM tokens/s (oneDNN and native) and ratios; `lm_H<h>/...` for the LM."
     tp = {}

@@ -4,7 +4,7 @@
 
 # %% ../nbs/05_experiment.ipynb #db5b2726
 from __future__ import annotations
-import contextlib, fcntl, hashlib, json, math, os, shutil, signal, socket, sys, time, warnings
+import contextlib, fcntl, hashlib, json, math, os, shutil, signal, socket, time, warnings
 from dataclasses import dataclass, field, fields, is_dataclass, asdict, replace
 from pathlib import Path
 from typing import Any, Callable
@@ -14,12 +14,12 @@ from .registry import (check_scale, results_dir, provenance, write_json, _jsonab
 from .train import fit, save_checkpoint, TimeLimitReached, Interrupted
 
 # %% auto #0
-__all__ = ['LOADED_WEIGHTS', 'NotebookParams', 'snapshot', 'read_params', 'fn_name', 'stable_key', 'key_name', 'type_name',
-           'config_dict', 'key_dict', 'content_key', 'data_identity', 'Spec', 'borrow', 'ckpt_home', 'stop_reason',
-           'fit_summary', 'RunContext', 'ToyConfig', 'toy_regression', 'record_mismatch', 'runs_dir', 'keep_weights',
-           'runs_command', 'carried_path', 'carry_weights', 'ensure_carried', 'final_weights', 'best_checkpoint',
-           'CorruptRecordError', 'load_record', 'run_lock', 'lock_holder', 'find_twin', 'execute', 'same_numbers',
-           'global_reads']
+__all__ = ['EXPERIMENTS', 'LOADED_WEIGHTS', 'NotebookParams', 'snapshot', 'read_params', 'fn_name', 'experiment', 'key_name',
+           'type_name', 'config_dict', 'key_dict', 'content_key', 'data_identity', 'Spec', 'borrow', 'ckpt_home',
+           'stop_reason', 'fit_summary', 'RunContext', 'ToyConfig', 'toy_regression', 'record_mismatch', 'runs_dir',
+           'keep_weights', 'runs_command', 'carried_path', 'carry_weights', 'ensure_carried', 'final_weights',
+           'best_checkpoint', 'CorruptRecordError', 'load_record', 'run_lock', 'lock_holder', 'find_twin', 'execute',
+           'same_numbers', 'global_reads']
 
 # %% ../nbs/05_experiment.ipynb #3edf2536
 @dataclass
@@ -58,16 +58,21 @@ def read_params(ns: dict, before: frozenset, parts=(), cls=NotebookParams) -> No
 # %% ../nbs/05_experiment.ipynb #c02e73c2
 def fn_name(fn: Callable) -> str: return f'{fn.__module__}.{fn.__qualname__}'
 
-def stable_key(name: str):
-    "Pin the name an experiment function is keyed by (its `module.qualname` when it was first recorded), so that moving or renaming it keeps its runs."
-    def pin(fn): fn.key_name = name; return fn
-    return pin
+EXPERIMENTS: dict[str, Callable] = {}   # the registered experiment functions, by the name their run keys carry
+
+def experiment(name: str):
+    "Register an experiment function under `name`: the name its run keys and records carry, wherever its code lives."
+    def register(fn):
+        if name in EXPERIMENTS and fn_name(EXPERIMENTS[name]) != fn_name(fn):
+            raise ValueError(f'{name!r} already names {fn_name(EXPERIMENTS[name])}, not {fn_name(fn)}')
+        EXPERIMENTS[name] = fn
+        fn.key_name = name
+        return fn
+    return register
 
 def key_name(fn: Callable) -> str:
-    """What a run key calls its experiment function: the pinned `key_name`, else `module.qualname`, where a module that sets
-    `KEY_MODULE` (the module its functions were first recorded under: a notebook's module split in two) is named by it."""
-    if pinned := getattr(fn, 'key_name', None): return pinned
-    return f"{getattr(sys.modules.get(fn.__module__), 'KEY_MODULE', fn.__module__)}.{fn.__qualname__}"
+    "What a run key calls its experiment function: its registered name, else (a function not registered) its `module.qualname`."
+    return getattr(fn, 'key_name', None) or fn_name(fn)
 
 # %% ../nbs/05_experiment.ipynb #70bdc24f
 def type_name(cfg) -> str:

@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 # %% auto #0
-__all__ = ['KEY_MODULE', 'METHODS', 'CorpusExp', 'corpus_splits', 'LMExp', 'train_lm', 'trained_lm', 'full_corpus', 'CoreLMExp', 'core_lm', 'LMRef', 'load_lm', 'PrepExp', 'prepare', 'MethodExp', 'run_method', 'seed_free_start', 'step0_from_sibling', 'running_gap', 'NumericsExp', 'numerics', 'SpeedExp', 'eval_speed']
+__all__ = ['METHODS', 'CorpusExp', 'corpus_splits', 'LMExp', 'train_lm', 'trained_lm', 'full_corpus', 'CoreLMExp', 'core_lm', 'LMRef', 'load_lm', 'PrepExp', 'prepare', 'MethodExp', 'run_method', 'seed_free_start', 'step0_from_sibling', 'running_gap', 'NumericsExp', 'numerics', 'SpeedExp', 'eval_speed']
 
 # %% ../nbs/13_meta_dynamic.ipynb #e85b096e
 import functools, json, math, shutil, time
@@ -21,13 +21,10 @@ from .models import AWDLSTM, AWDLSTMConfig
 from .train import TrainConfig, load_model
 from .tasks import LMTask
 from .evaluate import DynEvalConfig, dynamic_evaluate, evaluate, dyneval_state, gradient_stats, lm_windows, rms_update, sgd_update
-from .experiment import Spec, RunContext, runs_command, best_checkpoint, ckpt_home, final_weights, load_record, CorruptRecordError
+from .experiment import experiment, Spec, RunContext, runs_command, best_checkpoint, ckpt_home, final_weights, load_record, CorruptRecordError
 import memlm.awd_lstm as awd
 from .meta_dynamic import MetaConfig, MetaLearner, fisher_diagonal, meta_update, no_update, scored   # the learner
 from .meta_dynamic_train import MetaTrainConfig, curve_stop, meta_train, peak_rss_mb, segment_starts, tune_dyneval   # meta-training
-
-# %% ../nbs/13_meta_dynamic.ipynb #b611eb7d
-KEY_MODULE = 'memlm.meta_dynamic'   # what run keys call this module: its experiment functions were first recorded there
 
 # %% ../nbs/13_meta_dynamic.ipynb #77c398e7
 @dataclass
@@ -66,6 +63,7 @@ class LMExp:
     def stage(self) -> str: return 'finetune' if self.finetune_epochs else 'train'
 
 # %% ../nbs/13_meta_dynamic.ipynb #886c8bfd
+@experiment('memlm.meta_dynamic.train_lm')
 def train_lm(cfg: LMExp, seed: int, ctx: RunContext) -> dict:
     "Train (and fine-tune) the LM through the core's `fit`; static validation perplexity of the best weights."
     sp = corpus_splits(cfg.corpus)
@@ -100,6 +98,7 @@ class CoreLMExp:
     reuse: bool = field(default=True, metadata={'key': False})             # False at smoke scale: always train
 
 # %% ../nbs/13_meta_dynamic.ipynb #ae8550e6
+@experiment('memlm.meta_dynamic.core_lm')
 def core_lm(cfg: CoreLMExp, seed: int, ctx: RunContext) -> dict:
     "The core's LM in this run's folder: its best checkpoint copied from the core's finished run, or trained by `train_awd`."
     stage = 'finetune' if cfg.lm.finetune_epochs else 'train'
@@ -135,6 +134,7 @@ class PrepExp:
     fisher_piece_len: int = 50         # tokens per piece (windows of dyn.bptt)
     static_bptt: int = 70              # static evaluation: batch 1, windows of this length (the papers' test setting)
 
+@experiment('memlm.meta_dynamic.prepare')
 def prepare(cfg: PrepExp, seed: int, ctx: RunContext) -> dict:
     "Static validation/test perplexity and test time; MS and Fisher saved to `stats.pt` in the run's folder."
     sp, d = corpus_splits(cfg.lm.corpus), cfg.dyn
@@ -186,6 +186,7 @@ def _stats(folder: Path, device) -> tuple[dict, list, dict]:
     return dict(MS=[m.to(device) for m in s['MS']], n_batches=s['n_batches']), [f.to(device) for f in s['fisher']], rec
 
 # %% ../nbs/13_meta_dynamic.ipynb #078b00cf
+@experiment('memlm.meta_dynamic.run_method')
 def run_method(cfg: MethodExp, seed: int, ctx: RunContext) -> dict:
     """Tune or meta-train on the validation prefix (`valid_split='halves'`: learn on the first half, choose on the second), then score
     the test text: perplexity, time, memory (and per-segment losses)."""
@@ -333,6 +334,7 @@ class NumericsExp:
     points: int = 40                   # points of the running gap along the test text
 
 # %% ../nbs/13_meta_dynamic.ipynb #8d4faf3d
+@experiment('memlm.meta_dynamic.numerics')
 def numerics(cfg: NumericsExp, seed: int, ctx: RunContext) -> dict:
     """RMS dynamic evaluation (`rms_update`) and the learner at step 0 (`meta_update`, as the learning runs score it) on the whole
     test text, model, statistics and Fisher in each of `cfg.dtypes`: `<dtype>/rms_ppl`, `<dtype>/learner_ppl`, `<dtype>/gap_pct`
@@ -369,6 +371,7 @@ class SpeedExp:
     threads: int | None = 1        # torch threads while measuring (None: the process's)
     data_path: str | None = field(default=None, metadata={'key': False})
 
+@experiment('memlm.meta_dynamic.eval_speed')
 def eval_speed(cfg: SpeedExp, seed: int, ctx: RunContext) -> dict:
     "Median seconds of static, loop-only, SGD, RMS and meta-learned evaluation of the same text, and each ÷ static."
     if cfg.threads: torch.set_num_threads(cfg.threads)

@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 # %% auto #0
-__all__ = ['KEY_MODULE', 'FIG_SENTENCES', 'VOCAB', 'SCALES', 'PARTS', 'ROWS', 'PILMExp', 'build_pilm', 'plain_lm', 'n_params', 'train_pilm', 'trained_pilm', 'FigureExp', 'phrase_figures', 'PILMThroughputExp', 'pilm_throughput', 'TransformerExp', 'train_transformer', 'PILMScale', 'pilm_config', 'make_plan', 'paired_differences']
+__all__ = ['FIG_SENTENCES', 'VOCAB', 'SCALES', 'PARTS', 'ROWS', 'PILMExp', 'build_pilm', 'plain_lm', 'n_params', 'train_pilm', 'trained_pilm', 'FigureExp', 'phrase_figures', 'PILMThroughputExp', 'pilm_throughput', 'TransformerExp', 'train_transformer', 'PILMScale', 'pilm_config', 'make_plan', 'paired_differences']
 
 # %% ../nbs/11_phrase_induction.ipynb #394bdd4d
 from dataclasses import dataclass, field, replace
@@ -19,14 +19,11 @@ from .speed import EvalStep, LMStep, throughput
 from .train import TrainConfig
 from .tasks import LMTask
 from .evaluate import evaluate
-from .experiment import Spec, borrow, RunContext, data_identity, final_weights
+from .experiment import experiment, Spec, borrow, RunContext, data_identity, final_weights
 from .plan import Plan, paired_diff
 import memlm.awd_lstm as core
 from .phrase_induction import (CausalTransformerLM, FUNCTION_WORDS, PhraseConfig, PhraseLM, TransformerConfig, alignment_stats,
                                     height_by_class, phrase_loss, sentence_phrases, stream_heights, variant, with_phrases)   # the method
-
-# %% ../nbs/11_phrase_induction.ipynb #ae380bd3
-KEY_MODULE = 'memlm.phrase_induction'   # what run keys call this module: its experiment functions were first recorded there
 
 # %% ../nbs/11_phrase_induction.ipynb #a939e0a4
 @dataclass
@@ -55,6 +52,7 @@ def plain_lm(model: nn.Module) -> nn.Module:
 def n_params(m: nn.Module) -> int: return sum(p.numel() for p in m.parameters())
 
 # %% ../nbs/11_phrase_induction.ipynb #40fb7d1d
+@experiment('memlm.phrase_induction.train_pilm')
 def train_pilm(cfg: PILMExp, seed: int, ctx: RunContext) -> dict:
     "Train (then fine-tune if asked) with l_LM + gamma l_CPA; validation and test perplexity of the plain LM, best (averaged) weights."
     corpus = lm_corpus(cfg.corpus, cfg.data_path)
@@ -98,6 +96,7 @@ class FigureExp:
     batch_size: int = 10                          # the windows of the validation pass (as evaluation reads it)
     bptt: int = 70
 
+@experiment('memlm.phrase_induction.phrase_figures')
 def phrase_figures(cfg: FigureExp, seed: int, ctx: RunContext) -> dict:
     "Heights, p_ind and attention per example sentence; heights of function vs content words over the validation split."
     corpus = lm_corpus(cfg.lm.corpus, cfg.lm.data_path)
@@ -122,6 +121,7 @@ class PILMThroughputExp:
     threads: int | None = None                   # torch threads while measuring (None: the process's)
 
 # %% ../nbs/11_phrase_induction.ipynb #4a8764af
+@experiment('memlm.phrase_induction.pilm_throughput')
 def pilm_throughput(cfg: PILMThroughputExp, seed: int, ctx: RunContext) -> dict:
     "Training (NLL + gamma l_CPA) and evaluation tokens/s of the model with the module, against the plain AWD-LSTM."
     torch.manual_seed(seed)
@@ -145,6 +145,7 @@ class TransformerExp:
     data_path: str | None = field(default=None, metadata={'key': False})
 
 # %% ../nbs/11_phrase_induction.ipynb #edde16e2
+@experiment('memlm.phrase_induction.train_transformer')
 def train_transformer(cfg: TransformerExp, seed: int, ctx: RunContext) -> dict:
     "Train the Transformer LM (with the module unless gamma is 0); validation and test perplexity of the plain LM."
     corpus = lm_corpus(cfg.corpus, cfg.data_path)

@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 # %% auto #0
-__all__ = ['KEY_MODULE', 'LR_CHECK', 'CPU_LR', 'SCALES', 'PARTS', 'ATTENTIVE', 'WINDOWS', 'NGRAMS', 'LONG_KINDS', 'sa_corpus', 'ShortAttnExp', 'train_lm', 'trained_lm', 'ThroughputExp', 'SettingCostExp', 'setting_costs', 'measure_throughput', 'CBTExp', 'cbt_corpus', 'train_cbt', 'ShortAttnScale', 'run_name', 'lm_base', 'matched', 'wide_controls', 'make_plan']
+__all__ = ['LR_CHECK', 'CPU_LR', 'SCALES', 'PARTS', 'ATTENTIVE', 'WINDOWS', 'NGRAMS', 'LONG_KINDS', 'sa_corpus', 'ShortAttnExp', 'train_lm', 'trained_lm', 'ThroughputExp', 'SettingCostExp', 'setting_costs', 'measure_throughput', 'CBTExp', 'cbt_corpus', 'train_cbt', 'ShortAttnScale', 'run_name', 'lm_base', 'matched', 'wide_controls', 'make_plan']
 
 # %% ../nbs/12_short_attention.ipynb #50ae675f
 import contextlib, functools, math, statistics
@@ -18,13 +18,10 @@ from .corpora import read_cbt, synthetic_corpus
 from .train import TrainConfig
 from .tasks import LMTask
 from .evaluate import evaluate
-from .experiment import Spec, RunContext, data_identity, final_weights
+from .experiment import experiment, Spec, RunContext, data_identity, final_weights
 from .plan import Plan
 from .short_attention import (AttentionProfile, KINDS, ShortAttentionLM, ShortAttnConfig, cbt_accuracy, cbt_lm_corpus,
                                    compare_throughput, count_params, match_hidden_size, matched_configs)   # the method
-
-# %% ../nbs/12_short_attention.ipynb #5e9ccacc
-KEY_MODULE = 'memlm.short_attention'   # what run keys call this module: its experiment functions were first recorded there
 
 # %% ../nbs/12_short_attention.ipynb #20bb9787
 @functools.lru_cache(maxsize=4)
@@ -43,6 +40,7 @@ class ShortAttnExp:
     data_path: str | None = field(default=None, metadata={'key': False})
 
 # %% ../nbs/12_short_attention.ipynb #bad7f93b
+@experiment('memlm.short_attention.train_lm')
 def train_lm(cfg: ShortAttnExp, seed: int, ctx: RunContext) -> dict:
     "Train one model (the best validation epoch kept); valid/test perplexity, and the attention profile on valid."
     corpus = sa_corpus(cfg.corpus, cfg.data_path)
@@ -96,6 +94,7 @@ class SettingCostExp:
     data_path: str | None = field(default=None, metadata={'key': False})
 
 # %% ../nbs/12_short_attention.ipynb #51aa4054
+@experiment('memlm.short_attention.setting_costs')
 def setting_costs(cfg: SettingCostExp, seed: int, ctx: RunContext) -> dict:
     "`<corpus>_w<w>/`: vocabulary, training tokens, |V| / w, KVP's softmax width ÷ w, and seconds per epoch of each model."
     torch.manual_seed(seed)
@@ -110,6 +109,7 @@ def setting_costs(cfg: SettingCostExp, seed: int, ctx: RunContext) -> dict:
     return out
 
 # %% ../nbs/12_short_attention.ipynb #4df926ec
+@experiment('memlm.short_attention.measure_throughput')
 def measure_throughput(cfg: ThroughputExp, seed: int, ctx: RunContext) -> dict:
     "`<model>/tokens_per_s`, `<model>/ratio` (to the LSTM), `<model>/hidden`, `<model>/params`, and the smallest ratio."
     torch.manual_seed(seed)
@@ -142,6 +142,7 @@ def cbt_corpus(folder: str, types: tuple, max_vocab: int | None) -> Corpus:
     return cbt_lm_corpus({'train': [f/f'cbt_{t}_train.txt' for t in types], 'valid': [f/f'cbt_{t}_valid_2000ex.txt' for t in types]},
                          max_vocab=max_vocab)
 
+@experiment('memlm.short_attention.train_cbt')
 def train_cbt(cfg: CBTExp, seed: int, ctx: RunContext) -> dict:
     "Train on CBT stories (best validation epoch kept); test accuracy (%) per word type."
     folder = data_dir(cfg.data_path)/'cbt'

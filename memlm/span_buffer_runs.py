@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 # %% auto #0
-__all__ = ['KEY_MODULE', 'CONTROLS', 'PARTS', 'SCREEN_ETAS', 'FORM_ETAS', 'READING', 'CLIP_EXTRA', 'LAG_READINGS', 'LAG_SCREEN_BEST', 'LAG_FULL', 'CPU_ETA', 'ETA_READINGS', 'SYNTH_DIAGNOSTICS', 'RECALL_VARIANTS', 'LM_TRAIN', 'SMOKE_TRAIN', 'AWD_TRAIN', 'MOS_TRAIN', 'CHECK_TRAIN', 'FORMER_CHECK_SCHEDULE', 'CHECKS', 'CHECK_ARMS', 'SCALES', 'SynthConfig', 'RecallConfig', 'lm_corpus', 'SNBExp', 'build_lm', 'train_lm', 'trained_lm', 'DynEvalExp', 'dyneval_lm', 'SnapshotExp', 'snapshot_lm', 'ControlsExp', 'snb_controls_lm', 'MixtureFloorLM', 'WholeMixtureLM', 'ThroughputExp', 'snb_throughput', 'screen_train', 'screen_specs', 'form_specs', 'screen_last_ppl', 'choose_form_etas', 'lag_readings', 'lag_screen_specs', 'choose_lag_screen', 'lag_full_specs', 'choose_lag_full', 'synth_diagnostics', 'recall_variants', 'SNBScale', 'lm_configs', 'check_specs', 'make_plan']
+__all__ = ['CONTROLS', 'PARTS', 'SCREEN_ETAS', 'FORM_ETAS', 'READING', 'CLIP_EXTRA', 'LAG_READINGS', 'LAG_SCREEN_BEST', 'LAG_FULL', 'CPU_ETA', 'ETA_READINGS', 'SYNTH_DIAGNOSTICS', 'RECALL_VARIANTS', 'LM_TRAIN', 'SMOKE_TRAIN', 'AWD_TRAIN', 'MOS_TRAIN', 'CHECK_TRAIN', 'FORMER_CHECK_SCHEDULE', 'CHECKS', 'CHECK_ARMS', 'SCALES', 'SynthConfig', 'RecallConfig', 'lm_corpus', 'SNBExp', 'build_lm', 'train_lm', 'trained_lm', 'DynEvalExp', 'dyneval_lm', 'SnapshotExp', 'snapshot_lm', 'ControlsExp', 'snb_controls_lm', 'MixtureFloorLM', 'WholeMixtureLM', 'ThroughputExp', 'snb_throughput', 'screen_train', 'screen_specs', 'form_specs', 'screen_last_ppl', 'choose_form_etas', 'lag_readings', 'lag_screen_specs', 'choose_lag_screen', 'lag_full_specs', 'choose_lag_full', 'synth_diagnostics', 'recall_variants', 'SNBScale', 'lm_configs', 'check_specs', 'make_plan']
 
 # %% ../nbs/10_span_buffer.ipynb #33a30e10
 import copy, functools, json, math
@@ -22,14 +22,11 @@ from .speed import LMStep, throughput
 from .train import TrainConfig
 from .tasks import LMTask
 from .evaluate import DynEvalConfig, dynamic_evaluate, evaluate, gradient_stats
-from .experiment import Spec, borrow, RunContext, data_identity, final_weights
+from .experiment import experiment, Spec, borrow, RunContext, data_identity, final_weights
 from .plan import Plan
 import memlm.awd_lstm as core
 from .span_buffer import (PRECONDITION, REWARD_FORMS, SNBConfig, SNBTask, SpanBufferLM, attention_snapshot, interpolate, reward_grad_ratio,
                                score_parts, snb_controls, snb_evaluate, snb_extra_loss, unigram_logprobs)   # the method
-
-# %% ../nbs/10_span_buffer.ipynb #8eb95a87
-KEY_MODULE = 'memlm.span_buffer'   # what run keys call this module: its experiment functions were first recorded there
 
 # %% ../nbs/10_span_buffer.ipynb #f0cc071d
 @dataclass(frozen=True)
@@ -91,6 +88,7 @@ def build_lm(cfg: SNBExp) -> nn.Module:
     return AWDLSTM(cfg.model) if cfg.snb is None else SpanBufferLM(cfg.model, cfg.snb)
 
 # %% ../nbs/10_span_buffer.ipynb #a609c18b
+@experiment('memlm.span_buffer.train_lm')
 def train_lm(cfg: SNBExp, seed: int, ctx: RunContext) -> dict:
     "Train the base LM or LM + SNB; validation/test perplexity, and for +SNB every Table 3 policy, PoU and mean λ."
     corpus = lm_corpus(cfg.corpus, cfg.data_path, cfg.synth)
@@ -137,6 +135,7 @@ class DynEvalExp:
     splits: tuple = ('valid', 'test')            # which splits to score
     max_tokens: int | None = None                # score only the first tokens of each split (smoke)
 
+@experiment('memlm.span_buffer.dyneval_lm')
 def dyneval_lm(cfg: DynEvalExp, seed: int, ctx: RunContext) -> dict:
     "Static and dynamic perplexity of the trained model on each split (gradient statistics from the training split)."
     corpus = lm_corpus(cfg.lm.corpus, cfg.lm.data_path, cfg.lm.synth)
@@ -161,6 +160,7 @@ class SnapshotExp:
     split: str = 'valid'
     max_tokens: int = 5000
 
+@experiment('memlm.span_buffer.snapshot_lm')
 def snapshot_lm(cfg: SnapshotExp, seed: int, ctx: RunContext) -> dict:
     "`attention_snapshot` of the trained model."
     corpus = lm_corpus(cfg.lm.corpus, cfg.lm.data_path, cfg.lm.synth)
@@ -178,6 +178,7 @@ class ControlsExp:
     lm_run: str = ''                             # its run folder (next to this run's)
     max_tokens: int | None = None                # score only the first tokens of each split (smoke)
 
+@experiment('memlm.span_buffer.snb_controls_lm')
 def snb_controls_lm(cfg: ControlsExp, seed: int, ctx: RunContext) -> dict:
     "`snb_controls` of the trained model on validation and test (`val_<control>`, `test_<control>`), each split kept as a step."
     corpus = lm_corpus(cfg.lm.corpus, cfg.lm.data_path, cfg.lm.synth)
@@ -227,6 +228,7 @@ class ThroughputExp:
     data_path: str | None = field(default=None, metadata={'key': False})
 
 # %% ../nbs/10_span_buffer.ipynb #0d3b1a62
+@experiment('memlm.span_buffer.snb_throughput')
 def snb_throughput(cfg: ThroughputExp, seed: int, ctx: RunContext) -> dict:
     "Tokens/s of +SNB (tanh and linear score) and of the mixture floor, each ÷ the base AWD-LSTM's; the tanh score's parts; the targets-only speed-up; the η check."
     step, out = LMStep(cfg.model.vocab_size, bsz=cfg.batch_size, bptt=cfg.bptt), {}

@@ -73,7 +73,7 @@ def test_committed_runs_are_still_found():
     now = plan_folders(data_path=os.environ.get('MEMLM_DATA'))
     lost = {k: sorted(set(v) - set(now.get(k, []))) for k, v in index.items()}
     lost = {k: v for k, v in lost.items() if v}
-    assert not lost, f'runs no plan finds any more (pin their keys with stable_key / key_type): {lost}'
+    assert not lost, f'runs no plan finds any more (register moved experiment functions under their recorded name with @experiment; renamed configs keep theirs with key_type): {lost}'
 
 
 def test_checkpoints_and_stats_load_weights_only():
