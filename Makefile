@@ -122,14 +122,14 @@ gpu-check: $(RUN_DEPS)
 	echo "gpu-check: $$(echo $$nbs | wc -w) notebooks in $$(( $$(date +%s) - t0 )) s on $$($(RUN_PY) -c 'from memlm.registry import device_name; print(device_name())')"; \
 	exit $$fail
 
-# Spend a GPU machine (memlm.campaign): the pending runs in the stated priority order, GPU_WORKERS at a time, all stopped
+# Spend a GPU machine (tools/campaign.py): the pending runs in the stated priority order, GPU_WORKERS at a time, all stopped
 # cleanly within BUDGET seconds, their run folders packed into <= 8 archives of <= 16 MB in OUT. Then, on the CPU side:
 # make unpack FROM=<folder with the archives>   (every record must name the GPU it ran on)
 gpu-campaign: $(RUN_DEPS)
-	@$(CLI) campaign --budget "$${BUDGET:-540}" --workers "$${GPU_WORKERS:-4}" --out "$${OUT:-runs/campaign}" --data "$$MEMLM_DATA"
+	@$(RUN_PY) tools/campaign.py run --budget "$${BUDGET:-540}" --workers "$${GPU_WORKERS:-4}" --out "$${OUT:-runs/campaign}" --data "$$MEMLM_DATA"
 
 unpack: $(RUN_DEPS)
-	@$(CLI) unpack --from "$$FROM"
+	@$(RUN_PY) tools/campaign.py unpack --from "$$FROM"
 
 # Regenerates RESULTS.md (every claim, forest plots) and README.md from nbs/index.ipynb.
 summary: $(STAMP)
@@ -144,11 +144,10 @@ test: $(STAMP)
 	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q tests
 
 lint: $(STAMP)
-	$(BIN)/ruff check memlm tests .ci
+	$(BIN)/ruff check memlm tests tools .ci
 	$(BIN)/python .ci/check_clean.py
 
-# the library from the notebooks: each notebook's default_exp module, then the cells a paper notebook sends to its runs
-# modules (`#| export <paper>_runs`), appended to the fresh modules their stub notebooks (nbs/1N-<paper>-runs.ipynb) write
+# the library from the notebooks: each notebook writes its one module (its default_exp)
 export: $(STAMP)
 	$(BIN)/nbdev_export
 

@@ -100,14 +100,6 @@ def parser() -> argparse.ArgumentParser:
     e.add_argument('--nb', required=True); e.add_argument('--out', required=True)
     e.add_argument('--params', default='', help='a YAML/JSON file of parameters (what `check --params-out` wrote)')
     e.add_argument('--failed', default='', help='where a failed execution is kept (default: OUT with .failed)')
-    g = sub.add_parser('campaign', help="spend a GPU machine: pending runs in priority order, packed, archived (memlm.campaign)")
-    g.add_argument('--budget', default=540., type=time_limit, help='seconds this command may take (default 540)')
-    g.add_argument('--workers', default=4, type=positive_int, help='runs at once on the device')
-    g.add_argument('--out', default='runs/campaign', help='where the archives go (the device tool brings back $OUT)')
-    g.add_argument('--data', default='', help='folder with the corpora (default: $MEMLM_DATA, else data/)')
-    u = sub.add_parser('unpack', help="put a campaign's archives into results/, checking that every record names the GPU")
-    u.add_argument('--from', dest='src', required=True, help='the folder with runs-*.tar.gz')
-    u.add_argument('--device', default='NVIDIA', help='what every record\'s device must contain')
     return ap
 
 # %% ../nbs/08_cli.ipynb #ad313392
@@ -182,18 +174,6 @@ def main(argv=None) -> int:
         print(X.plan_status(a.paper, a.scale, a.seeds, data_path=data) if a.paper else status_overview(a.scale, a.seeds, data)); return 0
     if a.cmd == 'check': _check_reproduce(a); return 0
     if a.cmd == 'index': print(write_run_index()); return 0
-    if a.cmd == 'campaign':
-        from memlm.campaign import run_campaign, pack
-        r = run_campaign(budget_s=a.budget or 540., workers=a.workers, data_path=data)
-        arcs = pack(r['dirs'], Path(a.out))
-        print(f"archives: {', '.join(str(x) for x in arcs)}; failed: {r['failed'] or 'none'}"); return 0 if not r['failed'] else 1
-    if a.cmd == 'unpack':
-        from memlm.campaign import unpack
-        arcs = sorted(Path(a.src).glob('runs-*.tar.gz'))
-        if not arcs: raise SystemExit(f'error: no runs-*.tar.gz in {a.src}')
-        try: got = unpack(arcs, expect_device=a.device or None)
-        except ValueError as e: raise SystemExit(f'error: {e}') from None
-        print(f'{len(got)} run records unpacked from {len(arcs)} archives'); return 0
     if a.cmd == 'report':
         params = json.loads(Path(a.params).read_text()) if a.params else {}
         from papermill.exceptions import PapermillExecutionError

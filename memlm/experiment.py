@@ -259,7 +259,7 @@ def _agrees(keyed, full) -> bool:
 
 def record_mismatch(rec: dict, spec: Spec) -> str | None:
     """Why record `rec` is not a record of run `spec` (its function, config, seed and data: what its key hashes), or None.
-    A record from elsewhere (an unpacked archive, `memlm.campaign.unpack`) is trusted only where its own contents give its folder's key."""
+    A record from elsewhere (an unpacked archive, `tools/campaign.py unpack`) is trusted only where its own contents give its folder's key."""
     want = dict(key=spec.key, fn=key_name(spec.fn), seed=spec.seed, data_id=spec.data_id)
     bad = [f'{k} {rec.get(k)!r}, not {v!r}' for k, v in want.items() if rec.get(k) != v]
     if not _agrees(key_dict(spec.cfg), _jsonable(rec.get('config'))): bad.append("a config that is not the plan's")

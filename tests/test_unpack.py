@@ -1,4 +1,4 @@
-"""`make unpack` (`python -m memlm.cli unpack`) with crafted archives: nothing outside the run folders changes, and an archive that
+"""`make unpack` (`python tools/campaign.py unpack`) with crafted archives: nothing outside the run folders changes, and an archive that
 is not what `pack` writes, or whose records are not the runs their folders name, changes nothing at all."""
 import io, json, os, subprocess, sys, tarfile
 from pathlib import Path
@@ -30,10 +30,10 @@ def _archive(path: Path, members: list) -> Path:
 
 
 def _unpack(ck: Path, src: Path):
-    "`python -m memlm.cli unpack` in a checkout whose results live in `ck/results` (the checkout root is `ck`)."
+    "`python tools/campaign.py unpack` in a checkout whose results live in `ck/results` (the checkout root is `ck`)."
     env = {**os.environ, 'MEMLM_RESULTS': str(ck/'results'), 'PYTHONPATH': str(ROOT)}
     env.pop('MEMLM_CKPT', None)
-    return subprocess.run([sys.executable, '-m', 'memlm.cli', 'unpack', '--from', str(src)], cwd=ROOT, capture_output=True, text=True,
+    return subprocess.run([sys.executable, str(ROOT/'tools'/'campaign.py'), 'unpack', '--from', str(src)], cwd=ROOT, capture_output=True, text=True,
                           timeout=120, env=env)
 
 
