@@ -41,13 +41,13 @@ def time_limit(s: str) -> float | None:
     return v
 
 # %% ../nbs/08_cli.ipynb #8b95f295
-RUN_ITEM = re.compile(r'^[A-Za-z0-9_.+=-]+:[0-9]+$')
+RUN_ITEM = re.compile(r'^[A-Za-z0-9_.+=-]+:[0-9]+$|^[A-Za-z0-9_.+=-]+-s[0-9]+-[0-9a-f]{10}$')   # name:seed, or a run folder
 
 def run_items(s: str) -> list[str]:
-    "'name:seed name:seed ...' (spaces or commas): the plan's run names with a seed."
+    "'name:seed name:seed ...' (spaces or commas): the plan's run names with a seed, or run folders."
     items = [x for x in re.split(r'[\s,]+', s or '') if x]
     bad = [x for x in items if not RUN_ITEM.match(x)]
-    if bad or not items: raise argparse.ArgumentTypeError(f"expected runs as 'name:seed ...' (e.g. 'awd_lstm:0 awd_lstm:1'), got {s!r}")
+    if bad or not items: raise argparse.ArgumentTypeError(f"expected runs as 'name:seed ...' (e.g. 'awd_lstm:0 awd_lstm:1') or run folders, got {s!r}")
     return items
 
 # %% ../nbs/08_cli.ipynb #ef5cc7e6
@@ -155,18 +155,24 @@ def main(argv=None) -> int:
     a = parser().parse_args(argv)
     from memlm import plan as X
     data = a.data or os.environ.get('MEMLM_DATA') or None if hasattr(a, 'data') else None
-    if a.cmd == 'run':
-        try: X.paper_plan(a.paper, a.scale, a.seeds, data).select(a.runs)       # names and seeds, before any work
+    if a.cmd in ('run', 'park'):
+        try: sel = X.named(a.paper, a.scale, a.runs, a.seeds, data)        # names and seeds, before any work
         except ValueError as e: raise SystemExit(f'error: {e}') from None
+    if a.cmd == 'run':
         from memlm.train import Interrupted
-        try: res = X.run_named(a.paper, a.scale, a.runs, workers=a.workers, time_limit_s=a.time_limit, data_path=data, seeds=a.seeds, executor=a.executor, rerun=a.rerun)
+        try:
+            if a.executor in ('local', 'slurm'):
+                from memlm.cluster import submit_plan
+                res = submit_plan(sel, executor=a.executor)
+            else: res = sel.run(workers=a.workers, time_limit_s=a.time_limit, corrupt_ok=True,
+                                rerun={s.folder for s in sel.parts['selected']} if a.rerun else False)
         except (Interrupted, KeyboardInterrupt) as e:
             print(f'interrupted ({e or "Ctrl-C"}): the run is checkpointed and recorded as interrupted; the same command continues it', file=sys.stderr)
             return 130
         for folder, who in res.elsewhere: print(f'error: {folder} is being run by another process ({who}); not started here', file=sys.stderr)
         return 3 if res.elsewhere else 1 if res.corrupt else 0
     if a.cmd == 'park':
-        try: parked = X.park_named(a.paper, a.scale, a.runs, seeds=a.seeds, data_path=data)
+        try: parked = {s.folder: X.park(sel.dir(s)) for s in sel.parts['selected']}
         except (ValueError, FileNotFoundError) as e: raise SystemExit(f'error: {e}') from None
         for folder, files in parked.items(): print(f'{folder}: parked {len(files)} checkpoint files, {sum(files.values()) / 2**20:.1f} MB')
         return 0

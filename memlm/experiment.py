@@ -61,9 +61,10 @@ def fn_name(fn: Callable) -> str: return f'{fn.__module__}.{fn.__qualname__}'
 EXPERIMENTS: dict[str, Callable] = {}   # the registered experiment functions, by the name their run keys carry
 
 def experiment(name: str):
-    "Register an experiment function under `name`: the name its run keys and records carry, wherever its code lives."
+    """Register an experiment function under `name`: the name its run keys and records carry, wherever its code lives. The same
+    function defined again (a notebook executing the cell that its module exports) takes the name over; another one is refused."""
     def register(fn):
-        if name in EXPERIMENTS and fn_name(EXPERIMENTS[name]) != fn_name(fn):
+        if name in EXPERIMENTS and EXPERIMENTS[name].__qualname__ != fn.__qualname__:
             raise ValueError(f'{name!r} already names {fn_name(EXPERIMENTS[name])}, not {fn_name(fn)}')
         EXPERIMENTS[name] = fn
         fn.key_name = name
@@ -283,16 +284,9 @@ def keep_weights(run_dir) -> dict:
 
 # %% ../nbs/05_experiment.ipynb #16b73b75
 def runs_command(run_dir, rerun: bool = False) -> str:
-    """The `make runs` command that (re)makes the run in folder `run_dir` (`<scale>/<paper>/runs/<name>-s<seed>-<key>`): for error
-    messages. The run is named as its paper's plan selects it (`Plan.item`: a label where another run has its name), else by its folder."""
-    run = Path(run_dir); name, seed, _ = run.name.rsplit('-', 2); paper, scale = run.parts[-3], run.parts[-4]
-    item = f"{name}:{seed.lstrip('s')}"
-    try:
-        from memlm.plan import paper_plan
-        plan = paper_plan(paper, scale, [0, 1, 2])
-        if (spec := plan.by_folder(run.name)) is not None: item = plan.item(spec)
-    except (ImportError, ValueError): pass                      # no plan of that name (a test's demo paper): the folder's name
-    return f"make runs PAPER={paper} SCALE={scale} RUNS='{item}'" + (' RERUN=1' if rerun else '')
+    "The `make runs` command that (re)makes the run in folder `run_dir` (`<scale>/<paper>/runs/<name>-s<seed>-<key>`), named by its folder."
+    run = Path(run_dir)
+    return f"make runs PAPER={run.parts[-3]} SCALE={run.parts[-4]} RUNS='{run.name}'" + (' RERUN=1' if rerun else '')
 
 def carried_path(run_dir, stage: str = 'train') -> Path:
     "Where a carried run keeps a stage's best weights: `<run folder>/weights-<stage>.pt`, beside its record (committed)."

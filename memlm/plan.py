@@ -6,12 +6,12 @@
 from __future__ import annotations
 
 # %% auto #0
-__all__ = ['Results', 'Plan', 'plan_module', 'paper_plan', 'retired_runs', 'former_runs', 'run_named', 'park', 'park_named',
-           'run_log', 'plan_status', 'mean_sd', 'aggregate', 'paired_diff', 'row_metrics', 'run_lists', 'fmt_ms',
-           'matched_epochs', 'matched_epochs_plot']
+__all__ = ['Results', 'Plan', 'plan_module', 'paper_plan', 'retired_runs', 'former_runs', 'named', 'park', 'run_log',
+           'plan_status', 'mean_sd', 'aggregate', 'paired_diff', 'row_metrics', 'run_lists', 'fmt_ms', 'matched_epochs',
+           'matched_epochs_plot']
 
 # %% ../nbs/05c_plan.ipynb #80229721
-import functools, json, math, multiprocessing as mp, os, shutil, statistics, time, traceback
+import functools, json, math, multiprocessing as mp, os, re, shutil, statistics, time, traceback
 from datetime import datetime
 from collections.abc import Collection
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -207,16 +207,19 @@ def _run_line(rec: dict, s: Spec) -> str:
     return f"  {s.folder}: {rec['status']}, {rec.get('epochs')} epochs ({rec.get('stop_reason')}), {rec['train_time_s']:.0f}s train; {shown}"
 
 # %% ../nbs/05c_plan.ipynb #9282ca21
+_FOLDER = re.compile(r'^(.+)-s(-?[0-9]+)-[0-9a-f]{10}$')     # a run folder: <name>-s<seed>-<key>
+
 def _run_item(it: str) -> tuple[str, int]:
-    "'name:seed' -> (name, seed)."
+    "'name:seed' -> (name, seed); a run folder '<name>-s<seed>-<key>' -> (the folder, seed)."
+    if m := _FOLDER.match(it): return it, int(m.group(2))
     name, sep, seed = it.rpartition(':')
-    if not sep or not seed.lstrip('-').isdigit(): raise ValueError(f"run {it!r}: expected 'name:seed', e.g. 'lstm:0'")
+    if not sep or not seed.lstrip('-').isdigit(): raise ValueError(f"run {it!r}: expected 'name:seed', e.g. 'lstm:0', or a run folder")
     return name, int(seed)
 
 # %% ../nbs/05c_plan.ipynb #654b5cb1
 def _select(self: Plan, items: list[str]) -> Plan:
-    """The plan of the runs named `'name:seed'` (or `'label:seed'`) in `items`, in that order, as one part 'selected'; unknown names
-    fail with the valid ones. A name two parts share (a former recipe's runs kept beside the new ones) means the first part's run;
+    """The plan of the runs named `'name:seed'` (or `'label:seed'`, or by their folder) in `items`, in that order, as one part
+    'selected'; unknown names fail with the valid ones. A name two parts share (a former recipe's runs kept beside the new ones) means the first part's run;
     the other answers to its label. A run a part lists comes before one only reached as what another extends or needs (a longer
     run keeps the name of the run it goes on from)."""
     by = {}
@@ -225,21 +228,15 @@ def _select(self: Plan, items: list[str]) -> Plan:
     names = sorted({n for n, _ in by})
     out = []
     for name, seed in map(_run_item, items):
+        if _FOLDER.match(name):
+            if (s := self.by_folder(name)) is None: raise ValueError(f'no run of {self.paper} ({self.scale}) has the folder {name!r}')
+            out.append(s); continue
         if name not in names: raise ValueError(f"unknown run name {name!r} in {self.paper} ({self.scale}); valid names: {', '.join(names)}")
         s = by.get((name, seed))
         if s is None: raise ValueError(f"{name} has no seed {seed} in this plan; its seeds: {sorted(k[1] for k in by if k[0] == name)}")
         out.append(s)
     return Plan(self.paper, self.scale, {'selected': out}, root=self.root)
 Plan.select = _select
-
-def _item(self: Plan, spec: Spec) -> str:
-    "The `'name:seed'` that `select` (`make runs RUNS=...`) resolves to run `spec`: its name, else its label (where another run has the name)."
-    for n in dict.fromkeys((spec.name, spec.row)):
-        try:
-            if self.select([f'{n}:{spec.seed}']).parts['selected'][0].folder == spec.folder: return f'{n}:{spec.seed}'
-        except ValueError: continue
-    return f'{spec.name}:{spec.seed}'
-Plan.item = _item
 
 def _by_folder(self: Plan, folder: str) -> Spec | None:
     "The run of this plan (today's recipe or a retired one) whose folder is `folder`, or None."
@@ -275,19 +272,11 @@ def former_runs(rec: dict, paper: str, scale: str, retired=retired_runs) -> list
 
 
 # %% ../nbs/05c_plan.ipynb #d5e5e589
-def run_named(paper: str, scale: str, items: list[str], workers: int = 1, time_limit_s: float | None = None,
-              data_path: str | None = None, seeds: list[int] | None = None, executor: str = 'process', rerun: bool = False) -> Results:
-    """Run the runs `'name:seed'` of `memlm.<paper>`'s plan at `scale`, built for `seeds` (None: the seeds named), so that a seed
-    the plan does not have is refused; `executor` 'local' or 'slurm' submits them as submitit jobs (`memlm.cluster`). `rerun`: train
-    the named runs again even where they have a record (a finished run whose weights are not on this machine); what they extend
-    or need is reused where it has finished (name it too to retrain it)."""
-    plan = paper_plan(paper, scale, sorted(set(seeds)) if seeds is not None else sorted({seed for _, seed in map(_run_item, items)}), data_path)
-    sel = plan.select(items)
-    if executor in ('local', 'slurm'):
-        from memlm.cluster import submit_plan
-        return submit_plan(sel, executor=executor)
-    if executor != 'process': raise ValueError(f"unknown executor {executor!r}: use 'process', 'local' or 'slurm'")
-    return sel.run(workers=workers, time_limit_s=time_limit_s, rerun={s.folder for s in sel.parts['selected']} if rerun else False, corrupt_ok=True)
+def named(paper: str, scale: str, items: list[str], seeds: list[int] | None = None, data_path: str | None = None) -> Plan:
+    """The runs `'name:seed'` (or run folders) of `memlm.<paper>`'s plan at `scale` as one part 'selected', the plan built for
+    `seeds` (None: the seeds named), so that a seed the plan does not have is refused."""
+    seeds = sorted(set(seeds)) if seeds is not None else sorted({seed for _, seed in map(_run_item, items)})
+    return paper_plan(paper, scale, seeds, data_path).select(items)
 
 # %% ../nbs/05c_plan.ipynb #69a6a98a
 def _copy_checkpoints(files: list[Path], ck: Path, tmp: Path) -> bool:
@@ -314,12 +303,6 @@ def park(run_dir, tries: int = 5) -> dict:
         shutil.rmtree(tmp, ignore_errors=True); raise ValueError(f"{d.name}: finished, nothing to park")
     shutil.rmtree(d/'parked', ignore_errors=True); os.replace(tmp, d/'parked')
     return {str(f.relative_to(ck)): f.stat().st_size for f in files}
-
-def park_named(paper: str, scale: str, items: list[str], seeds: list[int] | None = None, data_path: str | None = None) -> dict:
-    "`park` the runs `'name:seed'` of `paper`'s plan at `scale` (`make park`): {run folder: {file: bytes}}."
-    plan = paper_plan(paper, scale, sorted(set(seeds)) if seeds is not None else sorted({seed for _, seed in map(_run_item, items)}), data_path)
-    return {s.folder: park(plan.dir(s)) for s in plan.select(items).parts['selected']}
-
 
 # %% ../nbs/05c_plan.ipynb #b385c71d
 def _finished(self: Plan, res: Results | None = None, parts=None) -> Results:

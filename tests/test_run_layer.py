@@ -95,15 +95,15 @@ def test_gpu_check_runs_notebooks_outside_results(tmp_path):
 
 
 def test_a_retrain_message_names_the_run_the_plan_selects():
-    "The folder awd_lstm-s0-... is the cpu plan's `adaptive_awd_lstm` (another run is labelled awd_lstm): the message says so."
+    "The folder awd_lstm-s0-... is the cpu plan's `adaptive_awd_lstm` (another run is labelled awd_lstm): the message names it by its folder."
     from memlm.experiment import runs_command
     from memlm.plan import paper_plan
     from memlm.registry import results_dir
     plan = paper_plan('awd_lstm', 'cpu', [0, 1, 2])
     folder = next(s.folder for s in plan.specs() if s.label == 'adaptive_awd_lstm' and s.seed == 0)
     cmd = runs_command(results_dir()/'cpu'/'awd_lstm'/'runs'/folder)
-    assert cmd == "make runs PAPER=awd_lstm SCALE=cpu RUNS='adaptive_awd_lstm:0'", cmd
-    assert plan.select(['adaptive_awd_lstm:0']).parts['selected'][0].folder == folder
+    assert cmd == f"make runs PAPER=awd_lstm SCALE=cpu RUNS='{folder}'", cmd
+    assert plan.select([folder]).parts['selected'][0].folder == folder
 
 
 def test_a_second_process_on_a_running_run_exits_nonzero_naming_the_holder(tmp_path):
@@ -113,7 +113,7 @@ def test_a_second_process_on_a_running_run_exits_nonzero_naming_the_holder(tmp_p
     try:
         plan = paper_plan('awd_lstm', 'smoke', [0]); s = plan.specs()[0]
         with run_lock(plan.dir(s)):                                      # this process "trains" it
-            r = subprocess.run([PY, '-m', 'memlm.cli', 'run', '--paper', 'awd_lstm', '--scale', 'smoke', '--runs', plan.item(s), '--seeds', '0'],
+            r = subprocess.run([PY, '-m', 'memlm.cli', 'run', '--paper', 'awd_lstm', '--scale', 'smoke', '--runs', s.folder, '--seeds', '0'],
                                cwd=ROOT, capture_output=True, text=True, timeout=120, env={**os.environ, 'PYTHONPATH': str(ROOT)})
     finally: del os.environ['MEMLM_RESULTS']
     assert r.returncode == 3 and f'error: {s.folder} is being run by another process (pid {os.getpid()} on' in r.stderr, (r.returncode, r.stderr)
