@@ -45,7 +45,7 @@ def _param_cells(nb):
     return [c for c in nb['cells'] if 'parameters' in c.get('metadata', {}).get('tags', [])]
 
 
-REPRO_NBS = sorted((ROOT/'nbs').glob('09_*.ipynb')) + sorted((ROOT/'nbs').glob('1[0-9]*_*.ipynb'))
+REPRO_NBS = sorted((ROOT/'nbs').glob('09_*.ipynb')) + sorted((ROOT/'nbs').glob('1[0-9]_*.ipynb'))   # 1N_<paper>, not its runs notebook 1Na_<paper>_runs
 
 
 @pytest.mark.parametrize('nb', REPRO_NBS + [ROOT/'nbs'/'_paper_template.ipynb'], ids=lambda p: p.name)
