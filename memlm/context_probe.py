@@ -202,8 +202,8 @@ import memlm.awd_lstm as core
 import memlm.phrase_induction_runs as pilm
 import memlm.span_buffer_runs as snb
 import memlm.short_attention_runs as sa
-import memlm.dynamic_skip_exps as skip
-import memlm.meta_dynamic_exps as meta
+import memlm.dynamic_skip_runs as skip
+import memlm.meta_dynamic_runs as meta
 
 PARTS = ('core', 'cache', 'families')
 CACHE_GRID = tuple((t, l) for t in (0.1, 0.3, 1.0) for l in (0.05, 0.1, 0.2))   # (theta, lam) tried on a validation prefix
