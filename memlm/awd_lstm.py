@@ -22,7 +22,7 @@ __all__ = ['GPU_BUDGET_S', 'GPU_ARM_FACTOR', 'GPU_CANDIDATES', 'GPU_MODEL', 'PLA
            'CPU_DECAY_AT', 'CPU_TAIL', 'AWDExp', 'train_awd', 'trained_awd', 'DynEvalExp', 'dyneval_awd',
            'ThroughputExp', 'awd_throughput', 'PackExp', 'pack_timing', 'choose_gpu_model', 'pack_specs',
            'recorded_gpu_epochs', 'CoreScale', 'scale_table', 'fixed_schedule', 'choose_schedule', 'schedule_specs',
-           'with_retired', 'awd_configs', 'make_plan']
+           'awd_configs', 'make_plan']
 
 # %% ../nbs/09_awd_lstm.ipynb #86d0011f
 @dataclass
@@ -256,21 +256,6 @@ def schedule_specs(lm: AWDExp, seed: int, did: str, decay_at: tuple, tail: tuple
 CPU_DECAY_AT: int | None = 18     # the cpu recipe's first decay, as `choose_schedule` picked it from part 'schedule' (the record
                                   # `schedule` holds each branch's validation perplexity; None: not chosen yet)
 CPU_TAIL = (6, 2, 2)               # the tail every candidate had
-
-# %% ../nbs/09_awd_lstm.ipynb #dac0bf46
-def with_retired(plan: Plan, make_plan, seeds: list[int], data_path: str | None = None, former: list[Spec] = ()) -> Plan:
-    """`plan` with `retired`: the recorded runs its plan once had and no longer has. They stay on disk and are still found; no plan
-    runs them again. At cpu scale, for a plan built on the core's recipe: its runs under the former plateau rule, which the chosen
-    fixed schedule replaced. At any scale: `former`, the runs of a part's own former recipe (e.g. a rule a part dropped)."""
-    global CPU_DECAY_AT
-    old = []
-    if plan.scale == 'cpu' and CPU_DECAY_AT is not None:
-        saved, CPU_DECAY_AT = CPU_DECAY_AT, None
-        try: old = make_plan(plan.scale, seeds, data_path).specs()
-        finally: CPU_DECAY_AT = saved
-    now = {plan.dir(s) for s in plan.specs()}
-    plan.retired = [s for s in [*old, *former] if plan.dir(s) not in now and (plan.dir(s)/'record.json').exists()]
-    return plan
 
 # %% ../nbs/09_awd_lstm.ipynb #6a085527
 def awd_configs(scale: str, data_path: str | None = None, fixed: bool = True) -> tuple[AWDExp, ThroughputExp]:

@@ -6,8 +6,7 @@
 from __future__ import annotations
 import csv, json
 from pathlib import Path
-from .registry import SCALES, check_scale, results_dir, markdown_table, _fmt, json_float
-from .plan import former_runs, retired_runs
+from .registry import SCALES, archived_runs, check_scale, results_dir, markdown_table, _fmt, json_float
 
 # %% auto #0
 __all__ = ['CLAIM_COLUMNS', 'EARLY_STOPS', 'EXCLUSIONS', 'COUNTED', 'TESTED', 'read_claims', 'declare_seeds', 'claim_value',
@@ -79,13 +78,13 @@ def _records(c: dict, scales):
         rec = json.loads(p.read_text()); v = json_float(rec.get('metrics', {}).get(c['key']))   # 'inf': a diverged run's
         if v is not None and not isinstance(v, str): yield s, p, rec, float(v)
 
-def claim_value(c: dict, scales=('paper', 'gpu', 'cpu'), retired=retired_runs) -> dict | None:
+def claim_value(c: dict, scales=('paper', 'gpu', 'cpu'), archived=archived_runs) -> dict | None:
     """Ours for claim `c` at the largest scale with a complete record (else a partial one): value, sd, n, scale, partial, commit;
     None when not run. A complete value also carries, as `larger`, a partial one recorded at a larger scale (else None).
-    A record made of runs the current plan has retired (a former recipe's) is not ours any more: see `former_value`."""
+    A record made of archived runs (a former recipe's) is not ours any more: see `former_value`."""
     partial = None
     for s, p, rec, v in _records(c, scales):
-        if former_runs(rec, c['paper'], s, retired): continue
+        if archived(rec, c['paper'], s): continue
         m = rec['metrics']
         o = dict(value=v, sd=json_float(m.get(f"{c['key']}_std")), n=m.get(f"{c['key']}_n"), scale=s, partial=bool(rec.get('missing')),
                  commit=trained_at(rec, p.parent), unequal=unequal_schedules(rec, p.parent, c.get('arms') or ''),
@@ -94,10 +93,10 @@ def claim_value(c: dict, scales=('paper', 'gpu', 'cpu'), retired=retired_runs) -
         partial = partial or o
     return partial
 
-def former_value(c: dict, scales=('paper', 'gpu', 'cpu'), retired=retired_runs) -> str:
+def former_value(c: dict, scales=('paper', 'gpu', 'cpu'), archived=archived_runs) -> str:
     "What a former recipe's runs gave for claim `c`, for the note of a claim not yet re-run on the current one ('' if none)."
     for s, p, rec, v in _records(c, scales):
-        if old := former_runs(rec, c['paper'], s, retired):
+        if old := archived(rec, c['paper'], s):
             return (f"not re-run on the current recipe; the former recipe's runs gave {_fmt(v)} at {s} scale "
                     f"({', '.join(old[:3])}{', …' if len(old) > 3 else ''})")
     return ''

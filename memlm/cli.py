@@ -197,7 +197,7 @@ def plan_folders(seeds=(0, 1, 2), data_path: str | None = None) -> dict[str, lis
             runs = results_dir()/scale/p/'runs'
             if not runs.exists(): continue
             plan = paper_plan(p, scale, list(seeds), data_path)
-            out[f'{scale}/{p}'] = sorted(s.folder for s in plan.specs() + plan.retired if (plan.dir(s)/'record.json').exists() and plan.dir(s).parent == runs)
+            out[f'{scale}/{p}'] = sorted(s.folder for s in plan.specs() if (plan.dir(s)/'record.json').exists() and plan.dir(s).parent == runs)
     return out
 
 def write_run_index(path: Path | None = None) -> str:

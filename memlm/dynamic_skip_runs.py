@@ -443,7 +443,6 @@ class DynamicSkipScale:
     ner_pilot_epochs: int | None      # the schedule pilot (None: no pilot, Table 2 trains the paper's epochs)
     ner_epochs: int | None            # Table 2's epochs (None: NER_EPOCHS, read off the pilot; no Table 2 runs until it is set)
     ner_seeds: dict                   # seeds per row (a row not named: every seed)
-    ner_former: dict | None           # NERExp fields of a former design's recorded runs (seeds 0, 1 of every row), kept as readings
     ner_tail_epochs: int | None       # Table 2's runs go on from `ner_epochs` to this epoch, each from its own checkpoint (None: no tail)
     # Table 4, IMDB; throughput
     imdb: dict                        # IMDBExp fields
@@ -456,7 +455,7 @@ SCALES = {
         fig5_n_train=None, fig5_lams=(0.5, 1.0), fig5_Ks=(2, 10),
         ptb=dict(corpus='synthetic', nhid=32, dropout=0.2, epochs=1, max_steps=12, bptt=20, lr_decay=1.2, lr_decay_start=None),
         ptb_seeds=1, fig6_seed=None,
-        ner=dict(corpus='fixture', hidden=12, word_dim=16, patience=None, bucket=2), ner_pilot_epochs=3, ner_epochs=2, ner_seeds={}, ner_former=None, ner_tail_epochs=3,
+        ner=dict(corpus='fixture', hidden=12, word_dim=16, patience=None, bucket=2), ner_pilot_epochs=3, ner_epochs=2, ner_seeds={}, ner_tail_epochs=3,
         imdb=dict(corpus='fixture', max_len=12, min_count=1, emb=8, hidden=8, epochs=1),
         throughput=dict(sizes=((64, 20, 35),), rounds=1, steps=2, lm_vocab=200, lm_hidden=64, lm_rounds=2)),
     'cpu': DynamicSkipScale(
@@ -465,19 +464,18 @@ SCALES = {
         ptb=dict(nhid=200, dropout=0.2, epochs=40, lr_decay=2.0, lr_decay_start=None, lr_decay_threshold=1.0, patience=3, min_delta=2e-3),
         ptb_seeds=2, fig6_seed=1,
         ner=dict(patience=None, bucket=10), ner_pilot_epochs=NER_PILOT_EPOCHS, ner_epochs=None, ner_seeds={**dict.fromkeys(LAYERS, 1), 'lstm': 3, 'dynamic': 3},
-        ner_former=dict(epochs=15, patience=5),   # iid batches, early stopping: what bucketing is read against
         ner_tail_epochs=lr_floor_epochs(NERExp.lr_decay, NER_LR_FLOOR),
         imdb=dict(epochs=5), throughput={}),
     'gpu': DynamicSkipScale(   # the paper's budgets
         number=dict(epochs=100), number_seeded_rows=None, long_epochs=100,
         fig5_n_train=None, fig5_lams=(0.25, 0.5, 0.75, 1.0), fig5_Ks=(1, 3, 5, 10),
         ptb={}, ptb_seeds=None, fig6_seed=None,
-        ner={}, ner_pilot_epochs=None, ner_epochs=50, ner_seeds={}, ner_former=None, ner_tail_epochs=None, imdb={}, throughput={}),
+        ner={}, ner_pilot_epochs=None, ner_epochs=50, ner_seeds={}, ner_tail_epochs=None, imdb={}, throughput={}),
     'paper': DynamicSkipScale(
         number=dict(epochs=100), number_seeded_rows=None, long_epochs=100,
         fig5_n_train=None, fig5_lams=(0.25, 0.5, 0.75, 1.0), fig5_Ks=(1, 3, 5, 10),
         ptb={}, ptb_seeds=None, fig6_seed=None,
-        ner={}, ner_pilot_epochs=None, ner_epochs=50, ner_seeds={}, ner_former=None, ner_tail_epochs=None, imdb={}, throughput={})}
+        ner={}, ner_pilot_epochs=None, ner_epochs=50, ner_seeds={}, ner_tail_epochs=None, imdb={}, throughput={})}
 
 # %% ../nbs/14a_dynamic_skip_runs.ipynb #d1ddb076
 PARTS = ('throughput', 'number', 'number_long', 'number_offset', 'number_offset_long', 'ptb', 'ner_schedule', 'ner', 'imdb', 'figures')
@@ -541,9 +539,4 @@ def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Pla
     lm6 = next((s for s in row6 if s.seed == (s0 if S.fig6_seed is None else S.fig6_seed)), row6[0])
     fig6 = Spec(fig6_skips, Fig6Exp(lm=lm6.cfg, lm_run=lm6.folder), lm6.seed, name='fig6_skips', data_id=ptb_id, needs=(lm6,))
     parts['figures'] = [fig4, *fig5, fig6]
-    plan = Plan('dynamic_skip', scale, {p: parts[p] for p in PARTS})
-    if S.ner_former is not None:   # the former design's taggers: recorded, never run again
-        former = [Spec(train_ner, replace(NERExp(data_path=data_path), kind=k, **S.ner_former), s, name=f'ner_{k}', data_id=ner_id)
-                  for k in LAYERS for s in (0, 1)]
-        plan.retired = [s for s in former if (plan.dir(s)/'record.json').exists()]
-    return plan
+    return Plan('dynamic_skip', scale, {p: parts[p] for p in PARTS})

@@ -589,7 +589,7 @@ def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Pla
     sp = SpeedExp(corpus=S.speed_corpus, model=S.speed_model, tokens=S.speed_tokens, stats_tokens=S.speed_stats_tokens,
                   rounds=S.speed_rounds, data_path=data_path)
     parts['speed'] = [Spec(eval_speed, sp, seeds[0], name='speed', data_id=data_identity(sp.corpus))]
-    return awd.with_retired(Plan('meta_dynamic', scale, parts), make_plan, seeds, data_path)   # the former cpu recipe's runs stay found
+    return Plan('meta_dynamic', scale, parts)
 
 # %% ../nbs/13b_meta_dynamic_runs.ipynb #574c0887
 COMPARISONS = (('rms_vs_static_pct', 'rms', 'static'), ('sgd_vs_static_pct', 'sgd', 'static'), ('sgd_vs_rms_pct', 'sgd', 'rms'), ('rms_free_vs_rms_pct', 'rms_free', 'rms'),

@@ -254,7 +254,7 @@ def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Pla
         'transformer': [Spec(train_transformer, replace(tcfg, phrase=variant(k, tcfg.phrase)), s, name=k)
                         for k in ('baseline', 'full') for s in seeds] if S.transformer else [],
         'throughput': [Spec(pilm_throughput, tp, seeds[0], name='throughput')]})
-    return core.with_retired(plan, make_plan, seeds, data_path)   # the runs of the former cpu recipe stay found
+    return plan
 
 # %% ../nbs/11a_phrase_induction_runs.ipynb #85bc89d1
 def paired_differences(rows: dict[str, dict[int, dict]], a: str, b: str, keys=('val_ppl', 'test_ppl')) -> dict:

@@ -6,12 +6,11 @@
 from __future__ import annotations
 
 # %% auto #0
-__all__ = ['Results', 'Plan', 'plan_module', 'paper_plan', 'retired_runs', 'former_runs', 'named', 'park', 'run_log',
-           'plan_status', 'mean_sd', 'aggregate', 'paired_diff', 'row_metrics', 'run_lists', 'fmt_ms', 'matched_epochs',
-           'matched_epochs_plot']
+__all__ = ['Results', 'Plan', 'plan_module', 'paper_plan', 'named', 'park', 'run_log', 'plan_status', 'mean_sd', 'aggregate',
+           'paired_diff', 'row_metrics', 'run_lists', 'fmt_ms', 'matched_epochs', 'matched_epochs_plot']
 
 # %% ../nbs/05c_plan.ipynb #80229721
-import functools, json, math, multiprocessing as mp, os, re, shutil, statistics, time, traceback
+import json, math, multiprocessing as mp, os, re, shutil, statistics, time, traceback
 from datetime import datetime
 from collections.abc import Collection
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -80,7 +79,6 @@ class Plan:
     scale: str
     parts: dict = field(default_factory=dict)  # part -> list of Spec (empty: a part computed in the notebook)
     root: Path | None = None                   # default: results/<scale>/<paper>/runs
-    retired: list = field(default_factory=list)  # recorded runs of a former recipe: still found (kept, indexed), never run
     pair_groups: dict = field(default_factory=dict)  # run name -> the comparison it is an arm of (a campaign trains one seed's arms on one kind of device); unlisted names: one per campaign item
     def __post_init__(self):
         check_scale(self.scale)
@@ -239,8 +237,8 @@ def _select(self: Plan, items: list[str]) -> Plan:
 Plan.select = _select
 
 def _by_folder(self: Plan, folder: str) -> Spec | None:
-    "The run of this plan (today's recipe or a retired one) whose folder is `folder`, or None."
-    return next((s for s in self.specs() + self.retired if s.folder == folder), None)
+    "The run of this plan whose folder is `folder`, or None."
+    return next((s for s in self.specs() if s.folder == folder), None)
 Plan.by_folder = _by_folder
 
 # %% ../nbs/05c_plan.ipynb #a82e35e5
@@ -253,23 +251,6 @@ def plan_module(paper: str):
 def paper_plan(paper: str, scale: str, seeds: list[int], data_path: str | None = None) -> Plan:
     "`make_plan(scale, seeds, data_path)` of `paper`'s plan module: a paper notebook's plan, by the paper's name."
     return plan_module(paper).make_plan(scale, seeds, data_path)
-
-# %% ../nbs/05c_plan.ipynb #d20714d9
-@functools.lru_cache(maxsize=None)
-def retired_runs(paper: str, scale: str, seeds: tuple) -> frozenset:
-    """The run folders `paper`'s current plan at `scale` keeps only as a former recipe's (`Plan.retired`, not also current);
-    empty where the paper has no plan module (a test's demo paper)."""
-    try: plan = paper_plan(paper, scale, list(seeds))
-    except ModuleNotFoundError as e:
-        if e.name != f'memlm.{paper}': raise
-        return frozenset()
-    return frozenset(s.folder for s in plan.retired) - {s.folder for s in plan.specs()}
-
-def former_runs(rec: dict, paper: str, scale: str, retired=retired_runs) -> list[str]:
-    "The runs behind aggregated record `rec` that the current plan has retired: its numbers are a former recipe's."
-    runs = [r for r in rec.get('runs') or [] if isinstance(r, str)]
-    return [r for r in runs if r in retired(paper, scale, tuple(rec.get('seeds') or (0, 1, 2)))] if runs else []
-
 
 # %% ../nbs/05c_plan.ipynb #d5e5e589
 def named(paper: str, scale: str, items: list[str], seeds: list[int] | None = None, data_path: str | None = None) -> Plan:
@@ -349,10 +330,10 @@ def _epoch_cap(spec: Spec) -> int | None:
 
 def _former_hours(d: Path, spec: Spec) -> float | None:
     """Hours a run not started may need, read off finished runs of the same name and function under other keys beside its folder `d`
-    (a former recipe's, kept as retired runs) that trained on a CPU: the median of their hours per epoch times this run's epochs where
+    or in the archive (a former recipe's) that trained on a CPU: the median of their hours per epoch times this run's epochs where
     both are known, else of their hours; None without one."""
     est = []
-    for f in d.parent.glob(f'{spec.name}-s*-*'):
+    for f in [*d.parent.glob(f'{spec.name}-s*-*'), *(d.parent.parent/'archive').glob(f'{spec.name}-s*-*')]:
         if f.name.rsplit('-', 1)[-1] == spec.key: continue                  # its own key: its seeds count as such
         try: r = load_record(f)
         except CorruptRecordError: continue

@@ -30,8 +30,8 @@ def pick(scale: str, **by_scale):
 # %% auto #0
 __all__ = ['SCALES', 'MALLOC_KEPT', 'DENORMALS_FLUSHED', 'CODE_AT_START', 'NONFINITE', 'check_scale', 'pick', 'seed_everything',
            'get_device', 'device_name', 'device_kind', 'keep_freed_memory', 'flush_denormals', 'results_dir',
-           'figures_dir', 'provenance', 'write_text', 'write_json', 'json_float', 'Experiment', 'load_result',
-           'read_log', 'num', 'markdown_table']
+           'figures_dir', 'provenance', 'write_text', 'write_json', 'json_float', 'Experiment', 'archive_dir',
+           'archived_runs', 'load_result', 'read_log', 'num', 'markdown_table']
 
 # %% ../nbs/01_registry.ipynb #cabb3332
 def seed_everything(seed: int) -> None:
@@ -178,14 +178,21 @@ class Experiment:
             f.write(json.dumps(_jsonable(dict(time=round(time.time() - self.t0, 2), **metrics))) + '\n')
 
     def load(self, name: str, former: bool = False) -> dict | None:
-        """The record `name` of this paper and scale, or None; None too where its runs are ones the paper's current plan has
-        retired (a former recipe's, `memlm.plan.former_runs`), unless `former`: findings read only the current recipe's."""
+        """The record `name` of this paper and scale, or None; None too where runs behind it are archived (a former recipe's,
+        `archived_runs`), unless `former`: findings read only today's recipe."""
         rec = load_result(self.paper, name, self.scale)
         if rec is None or former: return rec
-        from memlm.plan import former_runs
-        return None if former_runs(rec, self.paper, self.scale) else rec
+        return None if archived_runs(rec, self.paper, self.scale) else rec
 
 # %% ../nbs/01_registry.ipynb #8a07c738
+def archive_dir(paper: str, scale: str) -> Path:
+    "Where a paper's runs of former recipes are kept: `results/<scale>/<paper>/archive/<run>`, listed in its `index.csv` (what each was, what replaced it, why)."
+    return results_dir()/check_scale(scale)/paper/'archive'
+
+def archived_runs(rec: dict, paper: str, scale: str) -> list[str]:
+    "The runs behind aggregated record `rec` that are archived: its numbers are a former recipe's."
+    return [r for r in rec.get('runs') or [] if isinstance(r, str) and (archive_dir(paper, scale)/r).is_dir()]
+
 def load_result(paper: str, name: str, scale: str) -> dict | None:
     "Read `results/<scale>/<paper>/<name>.json`, or None if it does not exist."
     p = results_dir()/check_scale(scale)/paper/f'{name}.json'

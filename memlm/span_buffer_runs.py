@@ -8,13 +8,12 @@ from __future__ import annotations
 # %% auto #0
 __all__ = ['CONTROLS', 'PARTS', 'SCREEN_ETAS', 'FORM_ETAS', 'READING', 'CLIP_EXTRA', 'LAG_READINGS', 'LAG_SCREEN_BEST',
            'LAG_FULL', 'CPU_ETA', 'ETA_READINGS', 'SYNTH_DIAGNOSTICS', 'RECALL_VARIANTS', 'LM_TRAIN', 'SMOKE_TRAIN',
-           'AWD_TRAIN', 'MOS_TRAIN', 'CHECK_TRAIN', 'FORMER_CHECK_SCHEDULE', 'CHECKS', 'CHECK_ARMS', 'SCALES',
-           'SynthConfig', 'RecallConfig', 'lm_corpus', 'SNBExp', 'build_lm', 'train_lm', 'trained_lm', 'DynEvalExp',
-           'dyneval_lm', 'SnapshotExp', 'snapshot_lm', 'ControlsExp', 'snb_controls_lm', 'MixtureFloorLM',
-           'WholeMixtureLM', 'ThroughputExp', 'snb_throughput', 'screen_train', 'screen_specs', 'form_specs',
-           'screen_last_ppl', 'choose_form_etas', 'lag_readings', 'lag_screen_specs', 'choose_lag_screen',
-           'lag_full_specs', 'choose_lag_full', 'synth_diagnostics', 'recall_variants', 'SNBScale', 'lm_configs',
-           'check_specs', 'make_plan']
+           'AWD_TRAIN', 'MOS_TRAIN', 'CHECK_TRAIN', 'CHECKS', 'CHECK_ARMS', 'SCALES', 'SynthConfig', 'RecallConfig',
+           'lm_corpus', 'SNBExp', 'build_lm', 'train_lm', 'trained_lm', 'DynEvalExp', 'dyneval_lm', 'SnapshotExp',
+           'snapshot_lm', 'ControlsExp', 'snb_controls_lm', 'MixtureFloorLM', 'WholeMixtureLM', 'ThroughputExp',
+           'snb_throughput', 'screen_train', 'screen_specs', 'form_specs', 'screen_last_ppl', 'choose_form_etas',
+           'lag_readings', 'lag_screen_specs', 'choose_lag_screen', 'lag_full_specs', 'choose_lag_full',
+           'synth_diagnostics', 'recall_variants', 'SNBScale', 'lm_configs', 'check_specs', 'make_plan']
 
 # %% ../nbs/10a_span_buffer_runs.ipynb #33a30e10
 import copy, functools, json, math
@@ -442,8 +441,6 @@ MOS_TRAIN = dict(lr=20., batch_size=12, max_bptt=90)   # the MoS paper's changes
 # %% ../nbs/10a_span_buffer_runs.ipynb #799e1877
 CHECK_TRAIN = dict(optimizer='adam', lr=3e-3, weight_decay=0., clip=0.25, batch_size=32, bptt=35, variable_bptt=True, lr_decay=2.,
                    eval_batch_size=10, progress=False)   # both checks' recipe but its schedule
-FORMER_CHECK_SCHEDULE = dict(epochs=150, patience=8, min_delta=1e-3, lr_decay_threshold=0.)   # halve when validation gets worse, stop after
-# 8 epochs without a gain: its arms trained 11-69 epochs, so a difference mixed the model with the length (kept as retired runs)
 CHECKS = dict(   # the long-range checks at cpu, gpu and paper scale
     check_corpus=dict(n_train=200_000, n_valid=20_000, n_test=20_000, vocab_size=64, d=60),
     check_model=AWDLSTMConfig.tiny(64, nlayers=2, emsize=32, nhid=64, dropout=0.1, dropouth=0.1, dropouti=0.1, dropoute=0., wdrop=0.1),
@@ -570,5 +567,4 @@ def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Pla
                           name=f'controls_{s.name}', data_id=s.data_id, needs=(s,)) for s in lms['awd_snb'] + lms['mos_snb']]})
     # the MoS rows are a comparison of their own: a campaign may train them on a GPU though the AWD-LSTM rows of a seed trained on the CPU
     plan.pair_groups = {s.name: 'wt2_mos' if s.name.startswith('wt2_') else 'mos' for s in plan.specs(['lm', 'dynamic_eval', 'wt2']) if 'mos' in s.name}
-    former = sum(check_specs(S, TrainConfig(**(CHECK_TRAIN | FORMER_CHECK_SCHEDULE)), seeds[:1]), []) if scale != 'smoke' else []
-    return core.with_retired(plan, make_plan, seeds, data_path, former)   # the runs of the former cpu recipe and the checks' former rule stay found
+    return plan

@@ -67,13 +67,31 @@ def test_status_lists_a_corrupt_record_and_goes_on(tmp_path):
 
 
 def test_committed_runs_are_still_found():
-    "Every committed run that a plan read when the index was written is found by today's plans: moving code keeps run keys."
+    """Every committed run that a plan read when the index was written is found by today's plans, or archived with its line in
+    the archive's index.csv (what it was, what replaced it, why): moving code keeps run keys, and no record is lost."""
+    import csv
     from memlm.cli import plan_folders
+    from memlm.registry import archive_dir
     index = json.loads((ROOT/'tests'/'run_index.json').read_text())
     now = plan_folders(data_path=os.environ.get('MEMLM_DATA'))
-    lost = {k: sorted(set(v) - set(now.get(k, []))) for k, v in index.items()}
+    def archived(key):
+        scale, paper = key.split('/')
+        f = archive_dir(paper, scale)/'index.csv'
+        listed = {r['run'] for r in csv.DictReader(f.open())} if f.exists() else set()
+        assert all(r['was'] and r['replaced_by'] and r['why'] for r in csv.DictReader(f.open())) if f.exists() else True, f
+        return {d.name for d in archive_dir(paper, scale).iterdir() if d.is_dir() and d.name in listed} if listed else set()
+    lost = {k: sorted(set(v) - set(now.get(k, [])) - archived(k)) for k, v in index.items()}
     lost = {k: v for k, v in lost.items() if v}
     assert not lost, f'runs no plan finds any more (register moved experiment functions under their recorded name with @experiment; renamed configs keep theirs with key_type): {lost}'
+
+
+def test_every_archived_run_has_its_record_and_index_line():
+    import csv, glob
+    for f in glob.glob(str(ROOT/'results'/'*'/'*'/'archive'/'index.csv')):
+        rows = list(csv.DictReader(open(f)))
+        folders = {d.name for d in Path(f).parent.iterdir() if d.is_dir()}
+        assert {r['run'] for r in rows} == folders, f
+        assert all((Path(f).parent/d/'record.json').exists() for d in folders), f
 
 
 def test_checkpoints_and_stats_load_weights_only():
