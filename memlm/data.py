@@ -274,13 +274,13 @@ def has_corpus(name, path=None) -> bool:
     return all((data_dir(path)/src.folder/n).is_file() for n in src.files)
 
 # %% ../nbs/00_data.ipynb #6190ce7e
-def load_corpus(name, # 'ptb', 'wikitext-2', 'wikitext-103' or 'synthetic'
+def load_corpus(name, # 'ptb', 'wikitext-2' or 'wikitext-103'
                 path=None, # data folder (default: `data_dir()`)
                 verify=True, # check sha256 (WikiText-103: no checksum known)
                ) -> Corpus:
     "Read a word-level LM corpus: vocabulary from train, `<eos>` per line, WikiText article starts."
-    if name == 'synthetic': from memlm.corpora import synthetic_corpus; return synthetic_corpus()
-    if name not in ('ptb', 'wikitext-2', 'wikitext-103'): raise ValueError(f'{name!r} is not a language-modelling corpus')
+    if name not in ('ptb', 'wikitext-2', 'wikitext-103'):
+        raise ValueError(f'{name!r} is not a language-modelling corpus' + (' on disk: it is generated (memlm.corpora.lm_corpus)' if name == 'synthetic' else ''))
     folder = ensure_corpus(name, path, verify)
     stoi, data, arts = {}, {}, {}
     for split, fname in zip(SPLITS, SOURCES[name].files):
