@@ -13,7 +13,7 @@ from .speed import FusedLSTMLM, LMStep, throughput
 from .train import TrainConfig
 from .tasks import LMTask
 from .evaluate import evaluate, dynamic_evaluate, DynEvalConfig, gradient_stats
-from .experiment import experiment, Spec, RunContext, data_identity, final_weights
+from .experiment import experiment, loads, Spec, RunContext, data_identity, final_weights
 from .plan import Plan
 from .registry import markdown_table
 
@@ -82,6 +82,9 @@ def dyneval_awd(cfg: DynEvalExp, seed: int, ctx: RunContext) -> dict:
               for s in ('valid', 'test'))   # each split kept when done: a deadline cuts between them
     return dict(static_val_ppl=val['ppl'], static_test_ppl=test['ppl'], dyn_val_ppl=dv, dyn_test_ppl=dt,
                 test_gain_pct=100 * (1 - dt / test['ppl']), stats_batches=stats['n_batches'])
+
+@loads(AWDExp)
+def _load_awd(cfg: AWDExp, run_dir): return trained_awd(cfg, run_dir), lm_corpus(cfg.corpus, cfg.data_path)
 
 # %% ../nbs/09_awd_lstm.ipynb #165c2a08
 @dataclass

@@ -15,10 +15,9 @@ from .short_attention import ShortAttentionLM
 from .evaluate import lm_windows, model_device
 
 # %% auto #0
-__all__ = ['FUNCTION_WORDS', 'STEP_HEADS', 'PARTS', 'CACHE_GRID', 'LOADERS', 'FAMILIES', 'ProbeConfig', 'token_nll',
-           'sample_targets', 'perturb', 'last_step_head', 'window_nll', 'word_classes', 'probe', 'copy_gain',
-           'cache_nll', 'cache_ppl', 'load_lm', 'ProbeExp', 'run_probe', 'family_lms', 'lm_weights', 'probed',
-           'make_plan']
+__all__ = ['FUNCTION_WORDS', 'STEP_HEADS', 'PARTS', 'CACHE_GRID', 'FAMILIES', 'ProbeConfig', 'token_nll', 'sample_targets',
+           'perturb', 'last_step_head', 'window_nll', 'word_classes', 'probe', 'copy_gain', 'cache_nll', 'cache_ppl',
+           'ProbeExp', 'run_probe', 'family_lms', 'lm_weights', 'probed', 'make_plan']
 
 # %% ../nbs/20_context_probe.ipynb #43610ede
 @dataclass
@@ -194,39 +193,19 @@ def cache_ppl(model, data: Tensor, theta: float, lam: float, size: int = 2000, b
 
 # %% ../nbs/20_context_probe.ipynb #b9a549a7
 from dataclasses import field, replace
-from .experiment import experiment, Spec, RunContext, borrow, runs_dir, ckpt_home, load_record
+from .experiment import experiment, Spec, RunContext, borrow, runs_dir, ckpt_home, load_record, load_trained
 from .plan import Plan, paper_plan
 from .registry import pick
-from .corpora import lm_corpus
 import memlm.awd_lstm as core
-import memlm.phrase_induction_runs as pilm
-import memlm.span_buffer_runs as snb
-import memlm.short_attention_runs as sa
-import memlm.dynamic_skip_runs as skip
-import memlm.meta_dynamic_runs as meta
 
 PARTS = ('core', 'cache', 'families')
 CACHE_GRID = tuple((t, l) for t in (0.1, 0.3, 1.0) for l in (0.05, 0.1, 0.2))   # (theta, lam) tried on a validation prefix
-
-# %% ../nbs/20_context_probe.ipynb #7fffa445
-LOADERS = {   # config type of the LM's run -> (its trained model from its run folder, its corpus)
-    core.AWDExp: lambda c, d: (core.trained_awd(c, d), lm_corpus(c.corpus, c.data_path)),
-    pilm.PILMExp: lambda c, d: (pilm.plain_lm(pilm.trained_pilm(c, d)), lm_corpus(c.corpus, c.data_path)),
-    snb.SNBExp: lambda c, d: (snb.trained_lm(c, d), snb.lm_corpus(c.corpus, c.data_path, c.synth)),   # its corpora (synthetic ones too)
-    sa.ShortAttnExp: lambda c, d: (sa.trained_lm(c, d), sa.sa_corpus(c.corpus, c.data_path)),
-    skip.PTBExp: lambda c, d: (skip.trained_ptb(c, d, len(lm_corpus(c.corpus, c.data_path).vocab)), lm_corpus(c.corpus, c.data_path)),
-    meta.LMExp: lambda c, d: (meta.trained_lm(c, d), meta.full_corpus(c.corpus))}   # the core AWD-LSTM on WikiText-2
-
-def load_lm(cfg, run_dir) -> tuple[nn.Module, object]:
-    "The trained LM of a finished run of any family (by the type of its config `cfg`) and the corpus it was trained on."
-    if type(cfg) not in LOADERS: raise TypeError(f'no loader for a {type(cfg).__name__} run: add one to LOADERS ({", ".join(t.__name__ for t in LOADERS)})')
-    return LOADERS[type(cfg)](cfg, run_dir)
 
 # %% ../nbs/20_context_probe.ipynb #81aef518
 @dataclass
 class ProbeExp:
     "The probe of one trained LM (and, with `cache_grid`, of the neural cache on top of it: core LMs only)."
-    lm: object = field(default_factory=core.AWDExp)   # the trained run's config (a type of `LOADERS`)
+    lm: object = field(default_factory=core.AWDExp)   # the trained run's config (a type with a loader: `load_trained`)
     lm_run: str = ''                   # its folder in `lm_paper`'s runs folder
     lm_paper: str = 'awd_lstm'
     probe: ProbeConfig = field(default_factory=ProbeConfig)
@@ -238,7 +217,7 @@ class ProbeExp:
 @experiment('memlm.context_probe.run_probe')
 def run_probe(cfg: ProbeExp, seed: int, ctx: RunContext) -> dict:
     "Probe curves, effective context, order-sensitive span, copy gain and perplexity on validation (and the same with a cache)."
-    model, c = load_lm(cfg.lm, ctx.dir.parent.parent.parent/cfg.lm_paper/'runs'/cfg.lm_run)
+    model, c = load_trained(cfg.lm, ctx.dir.parent.parent.parent/cfg.lm_paper/'runs'/cfg.lm_run)
     model = model.to(ctx.device)
     cache = None
     out = dict(params=sum(p.numel() for p in model.parameters()))

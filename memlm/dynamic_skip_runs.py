@@ -29,7 +29,7 @@ from .train import TrainConfig, load_model
 from .tasks import BatchTask, LMTask
 from .evaluate import evaluate
 from .tagging import NERTagger, ner_vocabs, ner_collate, ner_f1
-from .experiment import experiment, RunContext, best_checkpoint, final_weights
+from .experiment import experiment, loads, RunContext, best_checkpoint, final_weights
 from .dynamic_skip import (Reinforce, SeqClassifier, SkipLSTM, classifier_reward, grad_norms_over_time, lm_reward, make_layer,
                                 ner_reward, pad_crop)   # the method
 
@@ -187,6 +187,11 @@ def train_ptb(cfg: PTBExp, seed: int, ctx: RunContext) -> dict:
 def trained_ptb(cfg: PTBExp, run_dir, vocab_size: int) -> LSTMLM:
     "The model a finished `train_ptb` run left (its exact weights: `final_weights`), loaded from its folder."
     return final_weights(run_dir, ptb_model(cfg, vocab_size))
+
+@loads(PTBExp)
+def _load_ptb(cfg: PTBExp, run_dir):
+    c = lm_corpus(cfg.corpus, cfg.data_path)
+    return trained_ptb(cfg, run_dir, len(c.vocab)), c
 
 # %% ../nbs/14a_dynamic_skip_runs.ipynb #4d469013
 PREPOSITIONS = frozenset({'of', 'in', 'on', 'to', 'for', 'with', 'at', 'from', 'by', 'about', 'into', 'than', 'over', 'under', 'upon'})

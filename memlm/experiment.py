@@ -14,12 +14,12 @@ from .registry import (check_scale, results_dir, provenance, write_json, _jsonab
 from .train import fit, save_checkpoint, TimeLimitReached, Interrupted
 
 # %% auto #0
-__all__ = ['EXPERIMENTS', 'LOADED_WEIGHTS', 'NotebookParams', 'snapshot', 'read_params', 'fn_name', 'experiment', 'key_name',
-           'type_name', 'config_dict', 'key_dict', 'content_key', 'data_identity', 'Spec', 'borrow', 'ckpt_home',
-           'stop_reason', 'fit_summary', 'RunContext', 'ToyConfig', 'toy_regression', 'record_mismatch', 'runs_dir',
-           'keep_weights', 'runs_command', 'carried_path', 'carry_weights', 'ensure_carried', 'final_weights',
-           'best_checkpoint', 'CorruptRecordError', 'load_record', 'run_lock', 'lock_holder', 'find_twin', 'execute',
-           'same_numbers', 'global_reads']
+__all__ = ['EXPERIMENTS', 'LOADED_WEIGHTS', 'LOADERS', 'NotebookParams', 'snapshot', 'read_params', 'fn_name', 'experiment',
+           'key_name', 'type_name', 'config_dict', 'key_dict', 'content_key', 'data_identity', 'Spec', 'borrow',
+           'ckpt_home', 'stop_reason', 'fit_summary', 'RunContext', 'ToyConfig', 'toy_regression', 'record_mismatch',
+           'runs_dir', 'keep_weights', 'runs_command', 'carried_path', 'carry_weights', 'ensure_carried',
+           'final_weights', 'best_checkpoint', 'CorruptRecordError', 'load_record', 'loads', 'load_trained', 'run_lock',
+           'lock_holder', 'find_twin', 'execute', 'same_numbers', 'global_reads']
 
 # %% ../nbs/05_experiment.ipynb #3edf2536
 @dataclass
@@ -358,6 +358,20 @@ def load_record(d: Path) -> dict | None:
         why = f"no status 'done' or 'incomplete' (keys: {sorted(rec) if isinstance(rec, dict) else type(rec).__name__})"
     raise CorruptRecordError(f"{p}: corrupt record, {why}. If it is committed, restore it: git checkout -- '{p}'; "
                              f"else remove it to train the run again: rm '{p}'")
+
+# %% ../nbs/05_experiment.ipynb #5444e602
+LOADERS: dict[type, Callable] = {}   # config type -> load(cfg, run_dir) -> (trained model, its corpus)
+
+def loads(cfg_type: type):
+    "Register `load(cfg, run_dir) -> (model, corpus)`: how a finished run whose config is a `cfg_type` gives its trained model and corpus."
+    def register(load): LOADERS[cfg_type] = load; return load
+    return register
+
+def load_trained(cfg, run_dir) -> tuple:
+    "The trained model of the finished run in `run_dir` whose config is `cfg`, and the corpus it was trained on (`loads`)."
+    load = LOADERS.get(type(cfg))
+    if load is None: raise TypeError(f"no loader for a {type(cfg).__name__} run: register one with @loads({type(cfg).__name__}) beside its experiment function")
+    return load(cfg, Path(run_dir))
 
 # %% ../nbs/05_experiment.ipynb #028b2923
 def _snapshot_dir(src: Path, spec: Spec, stage: str = 'train') -> Path:

@@ -27,7 +27,7 @@ from .models import AWDLSTM, AWDLSTMConfig
 from .train import TrainConfig, load_model
 from .tasks import LMTask
 from .evaluate import DynEvalConfig, dynamic_evaluate, evaluate, dyneval_state, gradient_stats, lm_windows, rms_update, sgd_update
-from .experiment import experiment, Spec, RunContext, runs_command, best_checkpoint, ckpt_home, final_weights, load_record, CorruptRecordError
+from .experiment import experiment, loads, Spec, RunContext, runs_command, best_checkpoint, ckpt_home, final_weights, load_record, CorruptRecordError
 import memlm.awd_lstm as awd
 from .meta_dynamic import MetaConfig, MetaLearner, fisher_diagonal, meta_update, no_update, scored   # the learner
 from .meta_dynamic_train import MetaTrainConfig, curve_stop, meta_train, peak_rss_mb, segment_starts, tune_dyneval   # meta-training
@@ -93,6 +93,9 @@ def trained_lm(cfg: LMExp, run_dir) -> AWDLSTM:
 def full_corpus(cfg: CorpusExp) -> Corpus:
     "The whole corpus an LM of `cfg` reads (its vocabulary capped as `cfg` says), before any split is cut."
     return _corpus(cfg.name, cfg.data_path, cfg.max_vocab)
+
+@loads(LMExp)
+def _load_meta_lm(cfg: LMExp, run_dir): return trained_lm(cfg, run_dir), full_corpus(cfg.corpus)
 
 # %% ../nbs/13b_meta_dynamic_runs.ipynb #e459e55c
 @dataclass

@@ -21,7 +21,7 @@ from .speed import EvalStep, LMStep, throughput
 from .train import TrainConfig
 from .tasks import LMTask
 from .evaluate import evaluate
-from .experiment import experiment, Spec, borrow, RunContext, data_identity, final_weights
+from .experiment import experiment, loads, Spec, borrow, RunContext, data_identity, final_weights
 from .plan import Plan, paired_diff
 import memlm.awd_lstm as core
 from .phrase_induction import (CausalTransformerLM, FUNCTION_WORDS, PhraseConfig, PhraseLM, TransformerConfig, alignment_stats,
@@ -82,6 +82,9 @@ def train_pilm(cfg: PILMExp, seed: int, ctx: RunContext) -> dict:
 def trained_pilm(cfg: PILMExp, run_dir) -> nn.Module:
     "The model a finished `train_pilm` run left (its last stage's exact weights: `final_weights`), loaded from its folder."
     return final_weights(run_dir, build_pilm(cfg), 'finetune' if cfg.finetune_epochs else 'train')
+
+@loads(PILMExp)
+def _load_pilm(cfg: PILMExp, run_dir): return plain_lm(trained_pilm(cfg, run_dir)), lm_corpus(cfg.corpus, cfg.data_path)   # read as a plain LM
 
 # %% ../nbs/11a_phrase_induction_runs.ipynb #82bc90f9
 FIG_SENTENCES = ('united canceled the morning flights to houston',

@@ -20,7 +20,7 @@ from .corpora import read_cbt, synthetic_corpus
 from .train import TrainConfig
 from .tasks import LMTask
 from .evaluate import evaluate
-from .experiment import experiment, Spec, RunContext, data_identity, final_weights
+from .experiment import experiment, loads, Spec, RunContext, data_identity, final_weights
 from .plan import Plan
 from .short_attention import (AttentionProfile, KINDS, ShortAttentionLM, ShortAttnConfig, cbt_accuracy, cbt_lm_corpus,
                                    compare_throughput, count_params, match_hidden_size, matched_configs)   # the method
@@ -69,6 +69,9 @@ def train_lm(cfg: ShortAttnExp, seed: int, ctx: RunContext) -> dict:
 def trained_lm(cfg: ShortAttnExp, run_dir) -> ShortAttentionLM:
     "The model a finished `train_lm` run left (its exact weights: `final_weights`), loaded from its folder."
     return final_weights(run_dir, ShortAttentionLM(cfg.model))
+
+@loads(ShortAttnExp)
+def _load_sa(cfg: ShortAttnExp, run_dir): return trained_lm(cfg, run_dir), sa_corpus(cfg.corpus, cfg.data_path)
 
 # %% ../nbs/12a_short_attention_runs.ipynb #ac7eccc9
 @dataclass

@@ -29,7 +29,7 @@ from .speed import LMStep, throughput
 from .train import TrainConfig
 from .tasks import LMTask
 from .evaluate import DynEvalConfig, dynamic_evaluate, evaluate, gradient_stats
-from .experiment import experiment, Spec, borrow, RunContext, data_identity, final_weights
+from .experiment import experiment, loads, Spec, borrow, RunContext, data_identity, final_weights
 from .plan import Plan
 import memlm.awd_lstm as core
 from .span_buffer import (PRECONDITION, REWARD_FORMS, SNBConfig, SNBTask, SpanBufferLM, attention_snapshot, interpolate, reward_grad_ratio,
@@ -131,6 +131,9 @@ def train_lm(cfg: SNBExp, seed: int, ctx: RunContext) -> dict:
 def trained_lm(cfg: SNBExp, run_dir) -> nn.Module:
     "The model a finished `train_lm` run left (its last stage's exact weights: `final_weights`), loaded from its folder."
     return final_weights(run_dir, build_lm(cfg), 'finetune' if cfg.finetune_epochs else 'train')
+
+@loads(SNBExp)
+def _load_snb(cfg: SNBExp, run_dir): return trained_lm(cfg, run_dir), lm_corpus(cfg.corpus, cfg.data_path, cfg.synth)
 
 # %% ../nbs/10a_span_buffer_runs.ipynb #c1095ec6
 @dataclass
