@@ -214,11 +214,10 @@ def status_overview(scale: str, seeds=(0, 1, 2), data_path: str | None = None, p
     rows, problems = [], []
     for p in paper_list or papers():
         st = paper_plan(p, scale, list(seeds), data_path).status_rows(problems=problems)
-        left = [r for r in st if r['status'] != 'done' and not r['status'].startswith('twin of')]   # a twin is copied, not trained
+        left = [r for r in st if r['status'] != 'done']
         count = lambda f: sum(f(r['status']) for r in st)
         rows.append(dict(paper=p, runs=len(st), done=count(lambda s: s == 'done'), running=count(lambda s: s.startswith('running')),
                          interrupted=count(lambda s: s.startswith(('interrupted', 'incomplete'))), not_started=count(lambda s: s == 'not started'), corrupt=count(lambda s: s == 'corrupt'),
-                         twins=count(lambda s: s.startswith('twin of')),
                          est_h_left=round(sum(r['est_h'] or 0 for r in left), 1), without_estimate=sum(not r['est_h'] for r in left)))
     return (markdown_table(rows, list(rows[0])) + f"\n({scale} scale; `make status PAPER=<paper> SCALE={scale}` lists a paper's runs)"
             + ''.join(f'\n{p}' for p in problems))

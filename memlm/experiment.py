@@ -19,7 +19,7 @@ __all__ = ['EXPERIMENTS', 'LOADED_WEIGHTS', 'LOADERS', 'NotebookParams', 'snapsh
            'ckpt_home', 'stop_reason', 'fit_summary', 'RunContext', 'ToyConfig', 'toy_regression', 'record_mismatch',
            'runs_dir', 'keep_weights', 'runs_command', 'carried_path', 'carry_weights', 'ensure_carried',
            'final_weights', 'best_checkpoint', 'CorruptRecordError', 'load_record', 'loads', 'load_trained', 'run_lock',
-           'lock_holder', 'find_twin', 'execute', 'same_numbers', 'global_reads']
+           'lock_holder', 'execute', 'same_numbers', 'global_reads']
 
 # %% ../nbs/05_experiment.ipynb #3edf2536
 @dataclass
@@ -438,29 +438,9 @@ def _stage_so_far(ctx: 'RunContext', reason: str = 'time limit (checkpointed)') 
     hist = [json.loads(l) for l in ctx.log_path(st).read_text().splitlines() if l.strip()]
     return fit_summary(hist, ctx.caps.get(st, len(hist)), st) | dict(stop_reason=reason) if hist else None
 
-# %% ../nbs/05_experiment.ipynb #6bf9e465
-def find_twin(root: Path, spec: Spec) -> Path | None:
-    "A finished run in `root` with `spec`'s key and seed under another name (the same function, config, seed and data), or None."
-    if spec.extends is not None: return None
-    for d in sorted(Path(root).glob(f'*-s{spec.seed}-{spec.key}')):
-        if d.name == spec.folder: continue
-        try: rec = load_record(d)
-        except CorruptRecordError: continue
-        if rec and rec['status'] == 'done' and (rec.get('key'), rec.get('seed'), rec.get('extends')) == (spec.key, spec.seed, None): return d
-    return None
-
-def _from_twin(spec: Spec, d: Path, twin: Path) -> dict:
-    "Make `d` a copy of its finished twin's folder and checkpoints; the record names the twin (`twin_of`) and keeps its provenance."
-    for f in twin.iterdir():
-        if f.name not in ('.lock', '.session', 'record.json'): shutil.copytree(f, d/f.name, dirs_exist_ok=True) if f.is_dir() else shutil.copy2(f, d/f.name)
-    if ckpt_home(twin).exists(): shutil.copytree(ckpt_home(twin), ckpt_home(d), dirs_exist_ok=True)
-    rec = load_record(twin) | dict(name=spec.name, twin_of=twin.name)
-    write_json(d/'record.json', rec)
-    return rec
-
 # %% ../nbs/05_experiment.ipynb #3f19b0ed
 def execute(spec: Spec, root: Path, *, deadline: float | None = None, rerun: bool = False, device=None) -> dict:
-    """Run `spec` in `root/<spec.folder>` unless it has a finished record (or a finished twin: `find_twin`); returns its record (status done or incomplete).
+    """Run `spec` in `root/<spec.folder>` unless it has a finished record; returns its record (status done or incomplete).
     The run folder is locked while it runs (a second process on it waits, then finds it done). A corrupt record raises
     `CorruptRecordError`, unless the run is trained again (`rerun`), which replaces it."""
     root = Path(root); d = root/spec.folder
@@ -474,7 +454,6 @@ def execute(spec: Spec, root: Path, *, deadline: float | None = None, rerun: boo
     with run_lock(d):
         rec = record()                                                 # what the process we waited for left
         if rec is not None and rec['status'] == 'done' and not rerun: return rec
-        if rec is None and not rerun and (twin := find_twin(root, spec)) is not None: return _from_twin(spec, d, twin)   # the same run under another name
         return _execute_locked(spec, root, d, rec, deadline, rerun, device)
 
 # %% ../nbs/05_experiment.ipynb #46f53ff7

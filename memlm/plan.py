@@ -19,7 +19,7 @@ from pathlib import Path
 import torch
 from .registry import check_scale, device_kind, get_device, markdown_table, num
 from .train import Interrupted
-from .experiment import CorruptRecordError, Spec, _snapshot_dir, ckpt_home, ensure_carried, execute, find_twin, fn_name, key_name, load_record, lock_holder, runs_dir
+from .experiment import CorruptRecordError, Spec, _snapshot_dir, ckpt_home, ensure_carried, execute, fn_name, key_name, load_record, lock_holder, runs_dir
 
 # %% ../nbs/05c_plan.ipynb #2c3ddca9
 def _worker_init(threads: int | None):
@@ -124,19 +124,17 @@ class Plan:
         if self.scale == 'smoke':                  # smoke runs test the code: never served from a cache, but a run another paper's
             rerun = {s.folder for s in self.specs(parts) if s.home in (None, self.paper)}   # plan owns is reused: that notebook may be reading it now
         def again(s: Spec) -> bool: return rerun is True or bool(rerun) and s.folder in rerun
-        def late(s: Spec) -> bool:   # past the deadline; never a run a finished twin gives (copied, not trained: a render makes it)
-            return deadline is not None and time.time() >= deadline and (again(s) or s.folder in started or find_twin(self.dir(s).parent, s) is None)
+        def late(s: Spec) -> bool: return deadline is not None and time.time() >= deadline
         specs = self.specs(parts)
         margin = margin_s if margin_s is not None else (min(120., 0.05 * time_limit_s) if time_limit_s else 0.)
         deadline = t0 + time_limit_s - margin if time_limit_s is not None else None   # 0: start nothing, read the records
         device = str(device or get_device())
-        records, remaining, corrupt, todo, elsewhere, started = {}, [], [], [], [], set()   # started: a record, done or not
+        records, remaining, corrupt, todo, elsewhere = {}, [], [], [], []
         for s in specs:
             try: rec = load_record(self.dir(s))
             except CorruptRecordError as e:
                 if not again(s): corrupt.append((s, e)); print(f'skipped: {e}', flush=True); continue
                 rec = None                                                  # trained again: the rerun replaces it
-            if rec is not None: started.add(s.folder)
             if rec is not None and rec['status'] == 'done' and not again(s): records[s.folder] = ensure_carried(s, self.dir(s), rec)
             elif not wait_locked and (who := lock_holder(self.dir(s))):   # another process trains it now: not waited for
                 elsewhere.append((s, who)); print(f'{s.folder}: running elsewhere ({who}); not waited for', flush=True)
@@ -344,7 +342,7 @@ def _former_hours(d: Path, spec: Spec) -> float | None:
 
 # %% ../nbs/05c_plan.ipynb #dbedbdd6
 def _status_rows(self: Plan, parts=None, problems: list | None = None) -> list[dict]:
-    """One row per run of `parts` (default all, with what they need), read from disk: done, incomplete, not started or a finished twin's copy to be, with epochs
+    """One row per run of `parts` (default all, with what they need), read from disk: done, incomplete or not started, with epochs
     and why it stopped; a run not done has `est_h`: what its own interrupted record says it has left (`_hours_left`), else the median
     hours of the same run's finished seeds, else what a former run of its name took on a CPU (`_former_hours`), else None; `est_from` says which."""
     rows, names, hours, specs, when = [], [], {}, self.specs(parts), {}
@@ -360,8 +358,7 @@ def _status_rows(self: Plan, parts=None, problems: list | None = None) -> list[d
         if status is None and r.get('status') == 'incomplete' and not here:
             status = 'incomplete (checkpoints not here: starts over)' if lost else 'incomplete (parked: resumes here)'
         if status is None and (who := lock_holder(d)): status = f'running ({who})'
-        status = status or r.get('status') or ('interrupted (checkpointed)' if here else 'parked (resumes here)' if (d/'parked').is_dir() else
-                                               f'twin of {t.name} (copied when run)' if (t := find_twin(d.parent, s)) else 'not started')
+        status = status or r.get('status') or ('interrupted (checkpointed)' if here else 'parked (resumes here)' if (d/'parked').is_dir() else 'not started')
         if status == 'done' and (h := _run_hours(r)): hours.setdefault(s.name, []).append(h)
         names.append(s.name)
         if status == 'done' and (date := (r.get('provenance') or {}).get('date')): when[s.folder] = datetime.fromisoformat(date)

@@ -93,9 +93,6 @@ def test_round_trip_and_pending(results):
     fc.test_eq(r['done'], [ad.folder, bd.folder])                                     # bd waited for ad, although ad's old record said done
     assert (der.dir(ad)/'train.log.jsonl').exists() and (der.dir(ad)/'record.json').stat().st_mtime_ns != a0
     fc.test_eq(pending([(der, ['b'])]), [])                                              # and nothing is made again once they are there
-    tw = Plan('tw', 'cpu', {'x': [toy('x', 0, epochs=1, hidden=9)], 'y': [toy('y', 0, epochs=1, hidden=9)]})   # the same run under two names
-    mx.execute(tw.parts['x'][0], tw.root, device='cpu')
-    fc.test_eq(pending([(tw, ['y'])]), [])                                               # its finished twin gives it: copied by a plan, not run
 
 
 def test_an_alone_item_runs_alone(results):

@@ -18,7 +18,7 @@ import functools, importlib, json, os, re, tarfile, time
 from concurrent.futures import ProcessPoolExecutor, wait, FIRST_COMPLETED
 import multiprocessing as mp
 from pathlib import Path
-from memlm.experiment import Spec, execute, find_twin, load_record, ckpt_home, record_mismatch, CorruptRecordError
+from memlm.experiment import Spec, execute, load_record, ckpt_home, record_mismatch, CorruptRecordError
 from memlm.plan import Plan, paper_plan, _requires
 from memlm.registry import SCALES, device_kind, results_dir
 
@@ -60,7 +60,7 @@ def pending(items, seeds=(0, 1, 2), data_path: str | None = None, device: str | 
     """The runs not yet done, in priority order: `items` are `(paper, scale, parts)` or `(Plan, parts)`. With `device`: only the
     runs whose seed (the runs of that seed in the item and in the same comparison, `Plan.pair_groups`, the run itself included:
     a started run finishes where it started) has trained on no device yet or on this kind, so that both arms of a seed train on
-    one kind; the others go to `pinned` as `(folder, kind they need)`. The run folders of items marked `'alone'` go to `alone`. A run a finished twin gives (`find_twin`) is not pending: the first plan that reads it copies it. A finished run that a pending run extends
+    one kind; the others go to `pinned` as `(folder, kind they need)`. The run folders of items marked `'alone'` go to `alone`. A finished run that a pending run extends
     or needs, and whose derived files (`Spec.derived`, e.g. statistics git does not keep) are not on this machine, is listed just
     before the first run that reads it, and its folder goes to `remake`: it is trained again first."""
     out, seen = [], set()
@@ -75,7 +75,6 @@ def pending(items, seeds=(0, 1, 2), data_path: str | None = None, device: str | 
         for s in specs:
             d = plan.dir(s)
             if (recs[s.folder] or {}).get('status') == 'done' or d in seen: continue
-            if recs[s.folder] is None and find_twin(d.parent, s) is not None: continue   # a finished twin: copied where a plan reads it (a render), not run here
             other = kinds[arms(s)]                                         # its partners' kinds and, if it started, its own
             if device is not None and other and device_kind(device) not in other:
                 if pinned is not None: pinned.append((s.folder, ', '.join(sorted(other))))
