@@ -21,7 +21,7 @@
 #   MEMLM_CKPT=/scratch/memlm make runs ...   (a disk that outlives the checkout keeps interrupted runs resumable)
 # A run stopped by Ctrl-C or `kill` (SIGINT/SIGTERM) checkpoints the step it reached first; the same command continues it.
 #
-# On an offline machine with torch, tqdm and numpy already installed (the GPU machines: no registry, no venv possible),
+# On an offline machine with torch, tqdm, numpy and fastcore already installed (no registry, no venv possible),
 # `make runs` and `make status` can run on the system Python instead of the venv (nothing is installed; memlm from this checkout):
 #   NO_VENV=1 make runs PAPER=span_buffer SCALE=cpu RUNS="mos:0 mos_snb:0" WORKERS=2 TIME_LIMIT=540 MEMLM_DATA=$PWD/corpora
 #

@@ -4,6 +4,7 @@
 
 # %% ../nbs/14_dynamic_skip.ipynb #42c43557
 from __future__ import annotations
+from fastcore.basics import patch
 from typing import NamedTuple, Callable
 import torch
 from torch import nn, Tensor
@@ -170,6 +171,7 @@ def _skip_mask(T: int, K: int, device) -> Tensor:
     a = torch.arange(1, K + 1, device=device); t = torch.arange(T, device=device)[:, None]
     return torch.zeros(T, K, device=device).masked_fill(a > t + 1, float('-inf'))
 
+@patch
 def _chooser(self: SkipLSTM, x: Tensor, mask: Tensor | None, actions: Tensor | None):
     "The per-step choice `choose(t, h_prev) -> a0[B]` (0-based skip; no graph: the policy learns from `trace`)."
     T, B, _ = x.shape
@@ -186,10 +188,9 @@ def _chooser(self: SkipLSTM, x: Tensor, mask: Tensor | None, actions: Tensor | N
     bias = bias.contiguous()
     return lambda t, h: torch.addmm(bias[t], torch.tanh(torch.addmm(px[t], h, w_h)), w_o).argmax(1)
 
-SkipLSTM._chooser = _chooser
-
 # %% ../nbs/14_dynamic_skip.ipynb #52fe777f
-def _forward(self: SkipLSTM, x: Tensor, state=None, actions: Tensor | None = None, probe: Tensor | None = None):
+@patch
+def forward(self: SkipLSTM, x: Tensor, state=None, actions: Tensor | None = None, probe: Tensor | None = None):
     "`x[T,B,I]`, state `(h[K,B,H], c[K,B,H])` or None -> `(y[T,B,H], state)`; fills `self.trace`."
     T, B, _ = x.shape; K, H = self.K, self.hidden_size
     fresh = state is None
@@ -214,9 +215,8 @@ def _forward(self: SkipLSTM, x: Tensor, state=None, actions: Tensor | None = Non
         self.trace = SkipTrace(A, logp_all.gather(-1, (A - 1)[..., None])[..., 0], ent, probs.detach())
     return y, (hK, cK)
 
-SkipLSTM.forward = _forward
-
 # %% ../nbs/14_dynamic_skip.ipynb #f54c390c
+@patch
 def _loop_autograd(self: SkipLSTM, x, xp, h0, c0, mask, actions, probe):
     T, B, _ = x.shape; K, _H, lam = self.K, self.hidden_size, self.lam
     win_h, win_c = list(h0.unbind(0)), list(c0.unbind(0))   # the last K states, newest first: a list, so no step copies the history
@@ -252,8 +252,6 @@ def _loop_autograd(self: SkipLSTM, x, xp, h0, c0, mask, actions, probe):
         logits = self.policy(x.detach(), torch.cat([h0[:1], y[:-1]]).detach())
         if mask is not None: logits = logits + mask[:, None]
     return y, torch.stack(win_h), torch.stack(win_c), A, logits
-
-SkipLSTM._loop_autograd = _loop_autograd
 
 # %% ../nbs/14_dynamic_skip.ipynb #a5814769
 def lstm_from(lstm: nn.LSTM, **kwargs) -> SkipLSTM:

@@ -4,6 +4,7 @@
 
 # %% ../nbs/05c_plan.ipynb #51d2abcb
 from __future__ import annotations
+from fastcore.basics import patch
 
 # %% auto #0
 __all__ = ['Results', 'Plan', 'plan_module', 'paper_plan', 'named', 'park', 'run_log', 'plan_status', 'mean_sd', 'aggregate',
@@ -213,7 +214,8 @@ def _run_item(it: str) -> tuple[str, int]:
     return name, int(seed)
 
 # %% ../nbs/05c_plan.ipynb #654b5cb1
-def _select(self: Plan, items: list[str]) -> Plan:
+@patch
+def select(self: Plan, items: list[str]) -> Plan:
     """The plan of the runs named `'name:seed'` (or `'label:seed'`, or by their folder) in `items`, in that order, as one part
     'selected'; unknown names fail with the valid ones. A name two parts share (a former recipe's runs kept beside the new ones) means the first part's run;
     the other answers to its label. A run a part lists comes before one only reached as what another extends or needs (a longer
@@ -232,12 +234,11 @@ def _select(self: Plan, items: list[str]) -> Plan:
         if s is None: raise ValueError(f"{name} has no seed {seed} in this plan; its seeds: {sorted(k[1] for k in by if k[0] == name)}")
         out.append(s)
     return Plan(self.paper, self.scale, {'selected': out}, root=self.root)
-Plan.select = _select
 
-def _by_folder(self: Plan, folder: str) -> Spec | None:
+@patch
+def by_folder(self: Plan, folder: str) -> Spec | None:
     "The run of this plan whose folder is `folder`, or None."
     return next((s for s in self.specs() if s.folder == folder), None)
-Plan.by_folder = _by_folder
 
 # %% ../nbs/05c_plan.ipynb #a82e35e5
 def plan_module(paper: str):
@@ -284,7 +285,8 @@ def park(run_dir, tries: int = 5) -> dict:
     return {str(f.relative_to(ck)): f.stat().st_size for f in files}
 
 # %% ../nbs/05c_plan.ipynb #b385c71d
-def _finished(self: Plan, res: Results | None = None, parts=None) -> Results:
+@patch
+def finished(self: Plan, res: Results | None = None, parts=None) -> Results:
     "The records of the runs listed in `parts` (default all): this execution's (`res`) where it has them, else the ones on disk."
     specs = list({s.folder: s for p in self.part_names(parts) for s in self.parts[p]}.values())   # without what they extend or need
     recs = {s.folder: res[s] if res is not None and s.folder in res else _record_or_warn(self.dir(s)) for s in specs}
@@ -294,7 +296,6 @@ def _record_or_warn(d: Path) -> dict | None:
     "A run's record for rendering: a corrupt one is named (with the way out) and left out, as if not run."
     try: return load_record(d)
     except CorruptRecordError as e: print(f'left out: {e}', flush=True); return None
-Plan.finished = _finished
 
 # %% ../nbs/05c_plan.ipynb #db67115c
 def run_log(d: Path, stage: str = 'train') -> list[dict]:
@@ -341,7 +342,8 @@ def _former_hours(d: Path, spec: Spec) -> float | None:
     return statistics.median(est) if est else None
 
 # %% ../nbs/05c_plan.ipynb #dbedbdd6
-def _status_rows(self: Plan, parts=None, problems: list | None = None) -> list[dict]:
+@patch
+def status_rows(self: Plan, parts=None, problems: list | None = None) -> list[dict]:
     """One row per run of `parts` (default all, with what they need), read from disk: done, incomplete or not started, with epochs
     and why it stopped; a run not done has `est_h`: what its own interrupted record says it has left (`_hours_left`), else the median
     hours of the same run's finished seeds, else what a former run of its name took on a CPU (`_former_hours`), else None; `est_from` says which."""
@@ -377,8 +379,6 @@ def _status_rows(self: Plan, parts=None, problems: list | None = None) -> list[d
         newer = [r.folder for r in s.needs if s.folder in when and when.get(r.folder, when[s.folder]) > when[s.folder]]
         if newer: row['status'] = f"stale ({', '.join(newer)} finished after it; RERUN=1)"
     return rows
-Plan.status_rows = _status_rows
-
 
 # %% ../nbs/05c_plan.ipynb #714affa7
 def plan_status(paper: str, scale: str, seeds=(0, 1, 2), data_path: str | None = None, parts=None) -> str:

@@ -4,6 +4,7 @@
 
 # %% ../nbs/01_registry.ipynb #7477b730
 from __future__ import annotations
+from fastcore.basics import patch
 import ctypes, json, os, platform, random, socket, subprocess, time, math
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -223,7 +224,8 @@ def markdown_table(rows: list[dict], columns: list[str] | None = None, digits: i
     return '\n'.join(out) + '\n'
 
 # %% ../nbs/01_registry.ipynb #46f5e7e7
-def _table(self: Experiment, rows: list[dict], name: str, columns: list[str] | None = None,
+@patch
+def table(self: Experiment, rows: list[dict], name: str, columns: list[str] | None = None,
            caption: str = '', digits: int = 2) -> str:
     "Write `rows` as markdown to `results/<scale>/<paper>/<name>.md` (with a provenance footer) and return it."
     md = (f'**{caption}**\n\n' if caption else '') + markdown_table(rows, columns, digits)
@@ -232,7 +234,8 @@ def _table(self: Experiment, rows: list[dict], name: str, columns: list[str] | N
     write_text(self.out/f'{name}.md', md + foot)
     return md
 
-def _figure(self: Experiment, fig, name: str, dpi: int = 120, show: bool = True) -> Path:
+@patch
+def figure(self: Experiment, fig, name: str, dpi: int = 120, show: bool = True) -> Path:
     """Save a matplotlib figure to `figures/<scale>/<paper>_<name>.png` (atomically) and show that PNG in the notebook (an executed
     report displays what it saved, whatever the matplotlib backend); the figure is closed."""
     self.figs.mkdir(parents=True, exist_ok=True)
@@ -246,5 +249,3 @@ def _figure(self: Experiment, fig, name: str, dpi: int = 120, show: bool = True)
             if get_ipython() is not None: display(Image(filename=str(path)))
         except ImportError: pass
     return path
-
-Experiment.table, Experiment.figure = _table, _figure
