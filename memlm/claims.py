@@ -9,13 +9,11 @@ from pathlib import Path
 from .registry import SCALES, archived_runs, check_scale, results_dir, markdown_table, _fmt, json_float
 
 # %% auto #0
-__all__ = ['CLAIM_COLUMNS', 'EARLY_STOPS', 'EXCLUSIONS', 'COUNTED', 'TESTED', 'read_claims', 'declare_seeds', 'claim_value',
-           'former_value', 'trained_at', 'schedule', 'unequal_schedules', 'claim_note', 'claim_verdicts',
-           'verdict_text', 'summary_rows', 'summary_markdown', 'paper_status', 'claim_line', 'headline', 'claim_lines',
-           'claims_forest', 'write_results', 'unrecorded_claims']
+__all__ = ['EXCLUSIONS', 'read_claims', 'declare_seeds', 'schedule', 'claim_verdicts', 'verdict_text', 'paper_status', 'headline',
+           'claim_lines', 'claims_forest', 'write_results', 'unrecorded_claims']
 
 # %% ../nbs/05b_claims.ipynb #23eae526
-CLAIM_COLUMNS = ('claim', 'paper_value', 'result', 'key', 'kind', 'expect', 'tol', 'n', 'n_basis', 'note')
+_CLAIM_COLUMNS = ('claim', 'paper_value', 'result', 'key', 'kind', 'expect', 'tol', 'n', 'n_basis', 'note')
 
 def read_claims(claims_dir: Path | None = None) -> list[dict]:
     "All rows of `results/claims/*.csv`, with the paper name and the parsed `test` added; missing columns or a bad test raise, naming the row."
@@ -25,8 +23,8 @@ def read_claims(claims_dir: Path | None = None) -> list[dict]:
     for f in sorted(claims_dir.glob('*.csv')):
         with open(f, newline='') as fh:
             for i, r in enumerate(csv.DictReader(fh)):
-                missing = [c for c in CLAIM_COLUMNS if c not in r]
-                if missing: raise ValueError(f'{f.name}: missing columns {missing}; expected {", ".join(CLAIM_COLUMNS)}')
+                missing = [c for c in _CLAIM_COLUMNS if c not in r]
+                if missing: raise ValueError(f'{f.name}: missing columns {missing}; expected {", ".join(_CLAIM_COLUMNS)}')
                 where = f'{f.name} row {i + 2}'
                 t = parse_test(r['kind'], r['expect'], r['tol'], where)
                 if r['n'] and not r['n'].isdigit(): raise ValueError(f"{where}: n {r['n']!r} is not a number of seeds")
@@ -78,22 +76,22 @@ def _records(c: dict, scales):
         rec = json.loads(p.read_text()); v = json_float(rec.get('metrics', {}).get(c['key']))   # 'inf': a diverged run's
         if v is not None and not isinstance(v, str): yield s, p, rec, float(v)
 
-def claim_value(c: dict, scales=('paper', 'gpu', 'cpu'), archived=archived_runs) -> dict | None:
+def _claim_value(c: dict, scales=('paper', 'gpu', 'cpu'), archived=archived_runs) -> dict | None:
     """Ours for claim `c` at the largest scale with a complete record (else a partial one): value, sd, n, scale, partial, commit;
     None when not run. A complete value also carries, as `larger`, a partial one recorded at a larger scale (else None).
-    A record made of archived runs (a former recipe's) is not ours any more: see `former_value`."""
+    A record made of archived runs (a former recipe's) is not ours any more: see `_former_value`."""
     partial = None
     for s, p, rec, v in _records(c, scales):
         if archived(rec, c['paper'], s): continue
         m = rec['metrics']
         o = dict(value=v, sd=json_float(m.get(f"{c['key']}_std")), n=m.get(f"{c['key']}_n"), scale=s, partial=bool(rec.get('missing')),
-                 commit=trained_at(rec, p.parent), unequal=unequal_schedules(rec, p.parent, c.get('arms') or ''),
+                 commit=_trained_at(rec, p.parent), unequal=_unequal_schedules(rec, p.parent, c.get('arms') or ''),
                  schedule=schedule(rec, p.parent, c.get('arms') or ''))
         if not o['partial']: return o | dict(larger=partial)   # `missing`: some of the record's runs are unfinished
         partial = partial or o
     return partial
 
-def former_value(c: dict, scales=('paper', 'gpu', 'cpu'), archived=archived_runs) -> str:
+def _former_value(c: dict, scales=('paper', 'gpu', 'cpu'), archived=archived_runs) -> str:
     "What a former recipe's runs gave for claim `c`, for the note of a claim not yet re-run on the current one ('' if none)."
     for s, p, rec, v in _records(c, scales):
         if old := archived(rec, c['paper'], s):
@@ -108,7 +106,7 @@ def _run_records(rec: dict, paper_dir: Path, arms: str = '') -> list[dict]:
     runs = [json.loads(f.read_text()) for f in (paper_dir/'runs'/r/'record.json' for r in rec.get('runs') or []) if f.exists()]
     return [r for r in runs if r.get('name') in arms.split()] if arms.split() else runs
 
-def trained_at(rec: dict, paper_dir: Path) -> str:
+def _trained_at(rec: dict, paper_dir: Path) -> str:
     "The commits that trained the runs behind an aggregated record, every session's (`trained_by`) where a run lists them (its own commit when it names no runs)."
     provs = [p for r in _run_records(rec, paper_dir) for p in (r.get('trained_by') or [r.get('provenance', {})])] or [rec.get('provenance', {})]
     c = lambda p: p.get('commit') or '?'
@@ -119,20 +117,20 @@ def schedule(rec: dict, paper_dir: Path, arms: str = '') -> str:
     eps = sorted({r['epochs'] for r in _run_records(rec, paper_dir, arms) if isinstance(r.get('epochs'), int) and r['epochs'] > 0})
     return '' if not eps else f'{eps[0]} epochs' if len(eps) == 1 else f'{eps[0]}-{eps[-1]} epochs'
 
-EARLY_STOPS = ('patience', 'finetune converged', 'time budget', 'callback')   # stop reasons (`memlm.experiment.stop_reason`) other than the cap
+_EARLY_STOPS = ('patience', 'finetune converged', 'time budget', 'callback')   # stop reasons (`memlm.experiment.stop_reason`) other than the cap
 
-def unequal_schedules(rec: dict, paper_dir: Path, arms: str = '') -> str | None:
+def _unequal_schedules(rec: dict, paper_dir: Path, arms: str = '') -> str | None:
     """Why the runs behind an aggregated record (`arms`: only the runs of those names, space-separated: one comparison's own) did not
     all train on one schedule: some stopped before their epoch cap by a rule of their own (early stopping on validation, fine-tuning
     converged, a time budget) and their lengths differ (None: one fixed schedule, or runs that do not train)."""
     runs = _run_records(rec, paper_dir, arms)
     eps = [r['epochs'] for r in runs if r.get('epochs') is not None]
-    early = sum(bool(r.get('stop_reason')) and r['stop_reason'].split(' (')[0] in EARLY_STOPS for r in runs)
+    early = sum(bool(r.get('stop_reason')) and r['stop_reason'].split(' (')[0] in _EARLY_STOPS for r in runs)
     if not early or len(set(eps)) < 2: return None
     return f"{early} of its {len(runs)} runs stopped before their cap by their own rule (early stopping); {min(eps)}-{max(eps)} epochs"
 
 # %% ../nbs/05b_claims.ipynb #b96f90c3
-def claim_note(c: dict, scale: str) -> str:
+def _claim_note(c: dict, scale: str) -> str:
     "The note of claim `c` for a value at `scale`: `note_<scale>` if the CSV has it, the cpu `note` at cpu (and smoke) scale."
     if c.get(f'note_{scale}'): return c[f'note_{scale}']
     return c['note'] if scale in ('cpu', 'smoke') else f'({scale} scale: no note yet)'
@@ -202,7 +200,7 @@ def claim_verdicts(paper: str | None = None, scales=('paper', 'gpu', 'cpu')) -> 
         at = lambda c: tuple(s for s in scales if s == c['scale']) if c.get('scale') else scales   # a row about one scale reads that one only
         for fam in dict.fromkeys((c.get('family') or pp) for c in claims if c['paper'] == pp):
             cs = [c for c in claims if c['paper'] == pp and (c.get('family') or pp) == fam]
-            vals = [claim_value(c, at(c)) for c in cs]
+            vals = [_claim_value(c, at(c)) for c in cs]
             fails = [_condition(c, o, o and o['scale']) for c, o in zip(cs, vals)]      # each record read once
             vs = _family_verdicts(cs, vals, fails)
             alt = _family_verdicts(cs, vals, fails, posthoc_rule=True) if any(o and o.get('unequal') and i['unequal'] is None for o, i in zip(vals, vs)) else vs
@@ -211,13 +209,13 @@ def claim_verdicts(paper: str | None = None, scales=('paper', 'gpu', 'cpu')) -> 
                 out.append(dict(paper=pp, claim=c['claim'], kind=c['test'].kind, expect=c['expect'], paper_value=v['paper'], value=v['value'],
                                 sd=v['sd'], n=v['n'], n_declared=v['n_declared'], scale=v['scale'] or '',
                                 partial=bool(o and o['partial'] and not (v['n_declared'] and (v['n'] or 1) >= v['n_declared'])),   # its own seeds complete: not partial
-                                larger=o and o.get('larger'), commit=o['commit'] if o else '', note=claim_note(c, o['scale']) if o else '',
+                                larger=o and o.get('larger'), commit=o['commit'] if o else '', note=_claim_note(c, o['scale']) if o else '',
                                 result=c['result'], key=c['key'], unequal=(o or {}).get('unequal'), family=fam,
                                 schedule=(o or {}).get('schedule', ''), **{k: v[k] for k in ('verdict', 'ci', 'p', 'why', 'seeds_needed', 'ratio', 'powered', 'excludes_paper')},
                                 posthoc=(dict(verdict='reading', rule=f"{c.get('condition_says') or 'its condition fails'}: {cond}", why='') if cond else
                                          dict(verdict=a['verdict'], rule="early-stopped comparisons out of Holm's family", why=a['why'])
                                          if a['verdict'] != v['verdict'] else None)))
-                if o is None and (w := former_value(c, at(c)) or c.get('pending')): out[-1]['why'] = w   # a former recipe's value (said, not counted), or what the row waits for
+                if o is None and (w := _former_value(c, at(c)) or c.get('pending')): out[-1]['why'] = w   # a former recipe's value (said, not counted), or what the row waits for
                 elif (u := out[-1]['unequal']) and v['unequal'] is None and v['p'] is not None:                  # said, though the declaration does not exclude it
                     out[-1]['why'] = '; '.join(x for x in (v['why'], f'its arms trained for different lengths ({u}); its declaration has no exclusion rule, so its declared test decides') if x)
     return out
@@ -230,7 +228,7 @@ def verdict_text(r: dict) -> str:
     return v + (f" (post-hoc, {r['posthoc']['rule']}: {r['posthoc']['verdict']})" if r.get('posthoc') else '')
 
 # %% ../nbs/05b_claims.ipynb #e0dd2612
-def summary_rows(scales=('paper', 'gpu', 'cpu')) -> list[dict]:
+def _summary_rows(scales=('paper', 'gpu', 'cpu')) -> list[dict]:
     "One row per claim with the paper's value, ours (mean ± sd, n, scale), the verdict with its interval, and why."
     out = []
     for r in claim_verdicts(None, scales):
@@ -246,15 +244,15 @@ def summary_rows(scales=('paper', 'gpu', 'cpu')) -> list[dict]:
     return out
 
 # %% ../nbs/05b_claims.ipynb #5405b72e
-def summary_markdown(scales=('paper', 'gpu', 'cpu')) -> str:
+def _summary_markdown(scales=('paper', 'gpu', 'cpu')) -> str:
     "The claims table: the paper's value, ours, the 95 % interval, the verdict, the seeds an inconclusive claim needs, why."
-    rows = summary_rows(scales)
+    rows = _summary_rows(scales)
     if not rows: return '_No claims registered yet._\n'
     for r in rows: r['trained at'] = r.pop('commit'); r['95% CI'] = r.pop('ci'); r['seeds needed'] = r.pop('seeds_needed')
     return markdown_table(rows, ['paper', 'claim', 'test', 'paper_value', 'ours', '95% CI', 'verdict', 'seeds needed', 'why', 'trained at'])
 
 # %% ../nbs/05b_claims.ipynb #e78cd242
-COUNTED = ('reproduced', 'contradicted', 'inconclusive')
+_COUNTED = ('reproduced', 'contradicted', 'inconclusive')
 
 def paper_status(paper: str, scales=('paper', 'gpu', 'cpu')) -> str:
     "Counts of a paper's verdicts: the decided and inconclusive claims, then what is not comparable, not run, and the readings and targets."
@@ -267,9 +265,9 @@ def paper_status(paper: str, scales=('paper', 'gpu', 'cpu')) -> str:
     return ', '.join(f'{n[v]} {v}' for v in order if n.get(v)) + (f" ({', '.join(where)} scale)" if where else '')
 
 # %% ../nbs/05b_claims.ipynb #a3535bb9
-TESTED = ('effect', 'threshold', 'equivalence')
+_TESTED = ('effect', 'threshold', 'equivalence')
 
-def claim_line(r: dict) -> str:
+def _claim_line(r: dict) -> str:
     "One decided claim (a row of `claim_verdicts`) in words: the paper's value, ours with its interval, scale and n, and the verdict."
     paper = f"paper {_fmt(r['paper_value'])}, " if r['paper_value'] is not None else ''
     if r['value'] is None: return f"{r['claim']}: {paper}**not run**"
@@ -285,19 +283,19 @@ def claim_line(r: dict) -> str:
 def headline(paper: str, rows: list[dict] | None = None) -> str:
     "A paper's headline, rendered from its records: its first tested claim that has run, with ours, the interval and the verdict."
     rows = rows if rows is not None else claim_verdicts(paper)
-    r = next((r for r in rows if r['kind'] in TESTED and r['value'] is not None), None)
-    return claim_line(r) if r else 'no tested claim has run yet'
+    r = next((r for r in rows if r['kind'] in _TESTED and r['value'] is not None), None)
+    return _claim_line(r) if r else 'no tested claim has run yet'
 
-def claim_lines(paper: str, results: tuple | None = None, kinds: tuple = TESTED + ('target', 'reading'), rows: list[dict] | None = None) -> str:
+def claim_lines(paper: str, results: tuple | None = None, kinds: tuple = _TESTED + ('target', 'reading'), rows: list[dict] | None = None) -> str:
     """A notebook's findings on its claims: one markdown bullet per claim of `paper` on `results` (record names; None: all) whose
     kind is in `kinds`, decided exactly as RESULTS.md decides it (`claim_verdicts`), so no notebook words a verdict of its own."""
     rows = rows if rows is not None else claim_verdicts(paper)
-    return '\n'.join('- ' + claim_line(r) for r in rows if r['kind'] in kinds and (results is None or r['result'] in results))
+    return '\n'.join('- ' + _claim_line(r) for r in rows if r['kind'] in kinds and (results is None or r['result'] in results))
 
 def claims_forest(rows: list[dict], title: str = ''):
     "The forest plot (`memlm.stats.forest_plot`) of the tested claims among `rows` (of `claim_verdicts`) that have run; None if none has."
     from memlm.stats import forest_plot
-    tested = [r for r in rows if r['kind'] in TESTED and r['value'] is not None]
+    tested = [r for r in rows if r['kind'] in _TESTED and r['value'] is not None]
     return forest_plot([dict(label=r['claim'], value=r['value'], ci=r['ci'], paper=r['paper_value'] if r['kind'] == 'effect' else None,
                              verdict=r['verdict']) for r in tested], title=title) if tested else None
 

@@ -10,8 +10,7 @@ from .data import repo_root
 from .registry import SCALES
 
 # %% auto #0
-__all__ = ['RUN_ITEM', 'EXECUTORS', 'papers', 'paper_parts', 'positive_int', 'time_limit', 'run_items', 'seed_list', 'choice',
-           'parser', 'execute_report', 'main', 'plan_folders', 'write_run_index', 'status_overview']
+__all__ = ['papers', 'positive_int', 'time_limit', 'choice', 'main', 'plan_folders', 'status_overview']
 
 # %% ../nbs/08_cli.ipynb #48495121
 def papers() -> list[str]:
@@ -19,7 +18,7 @@ def papers() -> list[str]:
     pkg = Path(__file__).resolve().parent if '__file__' in globals() else repo_root()/'memlm'
     return sorted(re.sub(r'_runs$', '', p.stem) for p in pkg.glob('*.py') if re.search(r'^def make_plan\(', p.read_text(), re.M))
 
-def paper_parts(paper: str) -> tuple:
+def _paper_parts(paper: str) -> tuple:
     from memlm.plan import plan_module
     return tuple(plan_module(paper).PARTS)
 
@@ -41,17 +40,17 @@ def time_limit(s: str) -> float | None:
     return v
 
 # %% ../nbs/08_cli.ipynb #8b95f295
-RUN_ITEM = re.compile(r'^[A-Za-z0-9_.+=-]+:[0-9]+$|^[A-Za-z0-9_.+=-]+-s[0-9]+-[0-9a-f]{10}$')   # name:seed, or a run folder
+_RUN_ITEM = re.compile(r'^[A-Za-z0-9_.+=-]+:[0-9]+$|^[A-Za-z0-9_.+=-]+-s[0-9]+-[0-9a-f]{10}$')   # name:seed, or a run folder
 
-def run_items(s: str) -> list[str]:
+def _run_items(s: str) -> list[str]:
     "'name:seed name:seed ...' (spaces or commas): the plan's run names with a seed, or run folders."
     items = [x for x in re.split(r'[\s,]+', s or '') if x]
-    bad = [x for x in items if not RUN_ITEM.match(x)]
+    bad = [x for x in items if not _RUN_ITEM.match(x)]
     if bad or not items: raise argparse.ArgumentTypeError(f"expected runs as 'name:seed ...' (e.g. 'awd_lstm:0 awd_lstm:1') or run folders, got {s!r}")
     return items
 
 # %% ../nbs/08_cli.ipynb #ef5cc7e6
-def seed_list(s: str) -> list[int]:
+def _seed_list(s: str) -> list[int]:
     "'0,1,2'"
     try: out = [int(x) for x in re.split(r'[\s,]+', s) if x]
     except ValueError: raise argparse.ArgumentTypeError(f"expected seeds as '0,1,2', got {s!r}") from None
@@ -66,9 +65,9 @@ def choice(valid, what: str):
     return check
 
 # %% ../nbs/08_cli.ipynb #c6caaea6
-EXECUTORS = ('process', 'local', 'slurm')   # process: this machine's worker pool; local/slurm: submitit jobs
+_EXECUTORS = ('process', 'local', 'slurm')   # process: this machine's worker pool; local/slurm: submitit jobs
 
-def parser() -> argparse.ArgumentParser:
+def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog='python -m memlm.cli', description='Run, check and report memlm plans.')
     sub = ap.add_subparsers(dest='cmd', required=True)
     def common(p, seeds=True, all_papers=False):
@@ -76,16 +75,16 @@ def parser() -> argparse.ArgumentParser:
         else: p.add_argument('--paper', required=True, type=choice(papers(), 'paper'))
         p.add_argument('--scale', default='smoke', type=choice(SCALES, 'scale'))
         p.add_argument('--data', default='', help='folder with the corpora (default: $MEMLM_DATA, else data/)')
-        if seeds: p.add_argument('--seeds', default=[0, 1, 2], type=seed_list, help="the plan's seeds (default 0,1,2: what the notebooks read)")
+        if seeds: p.add_argument('--seeds', default=[0, 1, 2], type=_seed_list, help="the plan's seeds (default 0,1,2: what the notebooks read)")
     r = sub.add_parser('run', help="train the runs 'name:seed ...' of a paper's plan (cached runs are reused)")
     common(r)
-    r.add_argument('--runs', required=True, type=run_items)
+    r.add_argument('--runs', required=True, type=_run_items)
     r.add_argument('--workers', default=1, type=positive_int)
     r.add_argument('--time-limit', default=None, type=time_limit)
-    r.add_argument('--executor', default='process', type=choice(EXECUTORS, 'executor'))
+    r.add_argument('--executor', default='process', type=choice(_EXECUTORS, 'executor'))
     r.add_argument('--rerun', action='store_true', help='train the named runs again even where a record exists (their weights are elsewhere); what they need is reused where it finished')
     k = sub.add_parser('park', help="copy unfinished runs' checkpoints into their run folders (parked/, committed; a running run: as of its last epoch end): they resume on another machine")
-    common(k); k.add_argument('--runs', required=True, type=run_items)
+    common(k); k.add_argument('--runs', required=True, type=_run_items)
     s = sub.add_parser('status', help="what a paper's plan has done and has left (no paper: every paper, a line each)")
     common(s, all_papers=True)
     c = sub.add_parser('check', help="check make reproduce's arguments and write papermill's parameters")
@@ -110,8 +109,8 @@ def _check_reproduce(a) -> dict:
     if bad: raise SystemExit(f"error: unknown paper(s) {', '.join(map(repr, bad))}; valid PAPERS: {' '.join(papers())}")
     parts = [x for x in re.split(r'[\s,]+', a.parts) if x]
     for p in ps:
-        miss = [x for x in parts if x not in paper_parts(p)]
-        if miss: raise SystemExit(f"error: {p} has no part(s) {', '.join(map(repr, miss))}; its parts: {', '.join(paper_parts(p))}")
+        miss = [x for x in parts if x not in _paper_parts(p)]
+        if miss: raise SystemExit(f"error: {p} has no part(s) {', '.join(map(repr, miss))}; its parts: {', '.join(_paper_parts(p))}")
     params = dict(scale=a.scale, workers=a.workers, **({'parts': parts} if parts else {}), **({'time_limit_s': a.time_limit} if a.time_limit is not None else {}))
     if a.params_out: Path(a.params_out).write_text(json.dumps(params) + '\n')    # JSON is YAML: papermill -f reads it
     print(' '.join(ps))
@@ -134,7 +133,7 @@ def _restore(before: dict[Path, bytes]):
         if now.get(f) != b:
             f.parent.mkdir(parents=True, exist_ok=True); tmp = f.with_name(f'.{f.name}.restore'); tmp.write_bytes(b); os.replace(tmp, f)
 
-def execute_report(nb, out, parameters: dict | None = None, cwd: str | None = None, failed=None) -> Path:
+def _execute_report(nb, out, parameters: dict | None = None, cwd: str | None = None, failed=None) -> Path:
     """Execute notebook `nb` with papermill into `out`, as one transaction: it runs into a temporary file that replaces `out` only
     when every cell ran; a failed (or interrupted) execution is kept at `failed` (default `<out>.failed.ipynb`), every aggregate,
     table and figure it wrote is put back as it was (`_restore`; the records of runs it finished stay), and the error raised."""
@@ -152,7 +151,7 @@ def execute_report(nb, out, parameters: dict | None = None, cwd: str | None = No
 # %% ../nbs/08_cli.ipynb #b393a486
 def main(argv=None) -> int:
     "The command line (`python -m memlm ...`)."
-    a = parser().parse_args(argv)
+    a = _parser().parse_args(argv)
     from memlm import plan as X
     data = a.data or os.environ.get('MEMLM_DATA') or None if hasattr(a, 'data') else None
     if a.cmd in ('run', 'park'):
@@ -179,11 +178,11 @@ def main(argv=None) -> int:
     if a.cmd == 'status':
         print(X.plan_status(a.paper, a.scale, a.seeds, data_path=data) if a.paper else status_overview(a.scale, a.seeds, data)); return 0
     if a.cmd == 'check': _check_reproduce(a); return 0
-    if a.cmd == 'index': print(write_run_index()); return 0
+    if a.cmd == 'index': print(_write_run_index()); return 0
     if a.cmd == 'report':
         params = json.loads(Path(a.params).read_text()) if a.params else {}
         from papermill.exceptions import PapermillExecutionError
-        try: print(execute_report(a.nb, a.out, params, failed=a.failed or None)); return 0
+        try: print(_execute_report(a.nb, a.out, params, failed=a.failed or None)); return 0
         except PapermillExecutionError as e: raise SystemExit(f'error: {a.nb} failed in cell {e.exec_count}: {e.ename}: {e.evalue}') from None
 
 # %% ../nbs/08_cli.ipynb #d7374bd8
@@ -200,7 +199,7 @@ def plan_folders(seeds=(0, 1, 2), data_path: str | None = None) -> dict[str, lis
             out[f'{scale}/{p}'] = sorted(s.folder for s in plan.specs() if (plan.dir(s)/'record.json').exists() and plan.dir(s).parent == runs)
     return out
 
-def write_run_index(path: Path | None = None) -> str:
+def _write_run_index(path: Path | None = None) -> str:
     path = Path(path or repo_root()/'tests'/'run_index.json')
     idx = plan_folders(data_path=os.environ.get('MEMLM_DATA'))
     path.write_text(json.dumps(idx, indent=1, sort_keys=True) + '\n')

@@ -12,7 +12,7 @@ from .plan import Plan, Results
 from .train import Interrupted
 
 # %% auto #0
-__all__ = ['SCALE_RESOURCES', 'Resources', 'RunJob', 'make_executor', 'submit_plan']
+__all__ = ['SCALE_RESOURCES', 'Resources', 'submit_plan']
 
 # %% ../nbs/07_cluster.ipynb #126337e5
 @dataclass
@@ -32,7 +32,7 @@ SCALE_RESOURCES = dict(smoke=Resources(timeout_min=10), cpu=Resources(timeout_mi
 try: from submitit.helpers import Checkpointable
 except ImportError: Checkpointable = object         # the module imports without submitit; dispatch needs it
 
-class RunJob(Checkpointable):
+class _RunJob(Checkpointable):
     "One run as a submitit job: `execute(spec)` in its folder; requeued (same job, same run folder) after preemption or a time limit."
     def __init__(self, spec: Spec, root: str, device: str | None = None, threads: int | None = None):
         self.spec, self.root, self.device, self.threads = spec, str(root), device, threads
@@ -47,7 +47,7 @@ class RunJob(Checkpointable):
             raise
 
 # %% ../nbs/07_cluster.ipynb #8c0a4e15
-def make_executor(kind: str, folder: Path, res: Resources):
+def _make_executor(kind: str, folder: Path, res: Resources):
     "A submitit executor: 'slurm' (a cluster) or 'local' (this machine, the same job protocol)."
     import submitit
     if kind not in ('slurm', 'local'): raise ValueError(f"unknown executor {kind!r}: use 'slurm' or 'local'")
@@ -63,7 +63,7 @@ def submit_plan(plan: Plan, parts=None, *, executor: str = 'local', folder: Path
     "Run the missing runs of `parts` as submitit jobs, a job array per wave of ready runs; wait for them; return the plan's records."
     res = resources or SCALE_RESOURCES[plan.scale]
     folder = Path(folder or plan.root.parent/'jobs')
-    ex = make_executor(executor, folder, res)
+    ex = _make_executor(executor, folder, res)
     specs = plan.specs(parts)
     todo = [s for s in specs if (load_record(plan.dir(s)) or {}).get('status') != 'done']
     if progress: print(f'{plan.paper} ({plan.scale}): {len(specs) - len(todo)} of {len(specs)} runs reused from their records, '
@@ -72,7 +72,7 @@ def submit_plan(plan: Plan, parts=None, *, executor: str = 'local', folder: Path
     for wave in (plan._waves(todo) if todo else []):
         device = 'cuda' if res.gpus else 'cpu'
         with ex.batch():                                               # one job array per wave
-            jobs = [ex.submit(RunJob(s, plan.dir(s).parent, device, threads=None if res.gpus else res.cpus)) for s in wave]
+            jobs = [ex.submit(_RunJob(s, plan.dir(s).parent, device, threads=None if res.gpus else res.cpus)) for s in wave]
         if on_submit: on_submit(jobs, wave)
         for j, s in zip(jobs, wave):
             try:

@@ -14,12 +14,11 @@ from .registry import (check_scale, results_dir, provenance, write_json, _jsonab
 from .train import fit, save_checkpoint, TimeLimitReached, Interrupted
 
 # %% auto #0
-__all__ = ['EXPERIMENTS', 'LOADED_WEIGHTS', 'LOADERS', 'NotebookParams', 'snapshot', 'read_params', 'fn_name', 'experiment',
-           'key_name', 'type_name', 'config_dict', 'key_dict', 'content_key', 'data_identity', 'Spec', 'borrow',
-           'ckpt_home', 'stop_reason', 'fit_summary', 'RunContext', 'ToyConfig', 'toy_regression', 'record_mismatch',
-           'runs_dir', 'keep_weights', 'runs_command', 'carried_path', 'carry_weights', 'ensure_carried',
-           'final_weights', 'best_checkpoint', 'CorruptRecordError', 'load_record', 'loads', 'load_trained', 'run_lock',
-           'lock_holder', 'execute', 'same_numbers', 'global_reads']
+__all__ = ['EXPERIMENTS', 'LOADERS', 'NotebookParams', 'snapshot', 'read_params', 'fn_name', 'experiment', 'key_name',
+           'config_dict', 'key_dict', 'data_identity', 'Spec', 'borrow', 'ckpt_home', 'stop_reason', 'RunContext',
+           'ToyConfig', 'toy_regression', 'record_mismatch', 'runs_dir', 'runs_command', 'carried_path',
+           'ensure_carried', 'final_weights', 'best_checkpoint', 'CorruptRecordError', 'load_record', 'loads',
+           'load_trained', 'run_lock', 'lock_holder', 'execute', 'global_reads']
 
 # %% ../nbs/05_experiment.ipynb #3edf2536
 @dataclass
@@ -76,14 +75,14 @@ def key_name(fn: Callable) -> str:
     return getattr(fn, 'key_name', None) or fn_name(fn)
 
 # %% ../nbs/05_experiment.ipynb #70bdc24f
-def type_name(cfg) -> str:
+def _type_name(cfg) -> str:
     "What a run key calls a config's type: the class's pinned `key_type`, else its qualified name (no module: moving it keeps the key)."
     return vars(type(cfg)).get('key_type') or type(cfg).__qualname__
 
 def config_dict(cfg) -> dict:
     "A config as plain JSON data, with its type name (dataclasses, dicts of them, or None)."
     if cfg is None: return {}
-    if is_dataclass(cfg): return {'_type': type_name(cfg), **_jsonable(asdict(cfg))}
+    if is_dataclass(cfg): return {'_type': _type_name(cfg), **_jsonable(asdict(cfg))}
     if isinstance(cfg, dict): return _jsonable(cfg)
     raise TypeError(f'a run config must be a dataclass or a dict, got {type(cfg).__name__}')
 
@@ -97,13 +96,13 @@ def key_dict(cfg) -> dict:
     A field added to a config after runs were recorded is marked `metadata={'key': 'if_set'}`: keyed only off its default, so
     older records keep their keys (their runs had the default)."""
     if is_dataclass(cfg):
-        return {'_type': type_name(cfg), **{f.name: key_dict(v) for f in fields(cfg) if _keyed(f, v := getattr(cfg, f.name))}}
+        return {'_type': _type_name(cfg), **{f.name: key_dict(v) for f in fields(cfg) if _keyed(f, v := getattr(cfg, f.name))}}
     if isinstance(cfg, dict): return {str(k): key_dict(v) for k, v in cfg.items()}
     if isinstance(cfg, (list, tuple)): return [key_dict(v) for v in cfg]
     return _jsonable(cfg)
 
 # %% ../nbs/05_experiment.ipynb #4c069d74
-def content_key(*parts) -> str:
+def _content_key(*parts) -> str:
     "A short stable hash of JSON-able parts."
     return hashlib.sha1(json.dumps(_jsonable(parts), sort_keys=True).encode()).hexdigest()[:10]
 
@@ -111,7 +110,7 @@ def data_identity(name: str) -> str:
     "A corpus's identity for run keys: its name and a hash of its files' known sha256 checksums."
     from memlm.data import SOURCES
     if name not in SOURCES: return name                        # generated data: the config pins it
-    return f'{name}:{content_key(sorted(SOURCES[name].files.items()))}'
+    return f'{name}:{_content_key(sorted(SOURCES[name].files.items()))}'
 
 # %% ../nbs/05_experiment.ipynb #04d780c5
 @dataclass
@@ -127,14 +126,14 @@ class Spec:
     needs: tuple = ()                # runs that must finish first (e.g. the model this run evaluates); not part of the key
     home: str | None = None          # the paper whose runs folder holds the run when another plan owns it (a shared baseline); not part of the key
     label: str = ''                  # its row in this plan's tables (default: `name`); not part of the key
-    carry: bool = False              # keep its best weights in the run folder, committed (`carry_weights`): other runs load them on a fresh checkout; not part of the key
+    carry: bool = False              # keep its best weights in the run folder, committed (`_carry_weights`): other runs load them on a fresh checkout; not part of the key
     derived: tuple = ()              # files of its run folder that the runs needing it read and git does not keep ('stats.pt'): made again on a fresh checkout (`Plan.run`); not part of the key
     def __post_init__(self):
         if not callable(self.fn) or '<locals>' in self.fn.__qualname__ or self.fn.__name__ == '<lambda>':
             raise TypeError(f'{self.fn!r}: an experiment function must be a module-level function (worker processes import it)')
         self.name = self.name or type(self.cfg).__name__
     @property
-    def key(self) -> str: return content_key(key_name(self.fn), key_dict(self.cfg), self.seed, self.data_id)
+    def key(self) -> str: return _content_key(key_name(self.fn), key_dict(self.cfg), self.seed, self.data_id)
     @property
     def folder(self) -> str: return f'{self.name}-s{self.seed}-{self.key}'
     @property
@@ -163,7 +162,7 @@ def stop_reason(hist: list[dict], epochs: int) -> str:
     if reason not in ('patience', 'finetune converged') and last.get('improved', last.get('best')) and len(hist) > 1: reason += ' (still improving)'
     return reason
 
-def fit_summary(hist: list[dict], epochs: int, stage: str = 'train') -> dict:
+def _fit_summary(hist: list[dict], epochs: int, stage: str = 'train') -> dict:
     "Epochs, best epoch, stop reason and training time of a `fit` history."
     best = [h['epoch'] for h in hist if h.get('best')]
     return dict(stage=stage, epochs=len(hist), epoch_cap=epochs, best_epoch=best[-1] if best else None, steps=hist[-1].get('step') if hist else 0,
@@ -176,7 +175,7 @@ class RunContext:
     dir: Path | None = None          # the run's folder (None: an uncached, interactive run)
     device: Any = 'cpu'              # the device to train on
     deadline: float | None = None    # time.time() at which to stop, checkpointed
-    fits: list = field(default_factory=list)   # fit_summary of every stage, in order
+    fits: list = field(default_factory=list)   # _fit_summary of every stage, in order
     current: str | None = None       # the stage `fit` is in (a time limit's record counts its epochs so far)
     caps: dict = field(default_factory=dict)   # each stage's epoch cap
     def __post_init__(self): self.device = torch.device(self.device)
@@ -195,7 +194,7 @@ class RunContext:
         if self.dir is not None:                                # the exact history, also if the process died between epochs
             tmp = self.log_path(stage).with_suffix('.tmp'); tmp.write_text(''.join(json.dumps(_jsonable(h)) + '\n' for h in hist))
             os.replace(tmp, self.log_path(stage))
-        self.fits.append(fit_summary(hist, cfg.epochs, stage))
+        self.fits.append(_fit_summary(hist, cfg.epochs, stage))
         return hist
     def step(self, stage: str, key: str, fn: Callable[[], Any]) -> Any:
         """`fn()`, one step of a loop that is not an epoch (a grid point, an evaluation), kept in the checkpoints as JSON: a resumed
@@ -272,7 +271,7 @@ def runs_dir(paper: str, scale: str, root: Path | None = None) -> Path:
     return Path(root or results_dir())/check_scale(scale)/paper/'runs'
 
 # %% ../nbs/05_experiment.ipynb #4c8b6a6b
-def keep_weights(run_dir) -> dict:
+def _keep_weights(run_dir) -> dict:
     """Save each stage's best weights as an fp16 `state_dict` (`weights.fp16.pt`, git-ignored, beside its checkpoints): what a
     finished run keeps for later readers (the context probe, a GPU campaign's archive), at half the size. Returns {stage: bytes}."""
     out = {}
@@ -292,7 +291,7 @@ def carried_path(run_dir, stage: str = 'train') -> Path:
     "Where a carried run keeps a stage's best weights: `<run folder>/weights-<stage>.pt`, beside its record (committed)."
     return Path(run_dir)/f'weights-{stage}.pt'
 
-def carry_weights(run_dir) -> dict:
+def _carry_weights(run_dir) -> dict:
     """Copy each stage's best weights (fp32, as trained) from the checkpoints into the run folder (`carried_path`), where they are
     committed with the record: a run whose weights later runs load (an LM that meta-learning or dynamic evaluation reads) survives a
     fresh checkout, which the git-ignored checkpoints do not. Exact, not fp16: the later runs' numbers are those of the trained model.
@@ -306,12 +305,12 @@ def carry_weights(run_dir) -> dict:
 def ensure_carried(spec, d, rec: dict) -> dict:
     "The finished record `rec` of `spec` in folder `d`, its weights carried first where `spec.carry` asks and it finished before (`execute`, `Plan.run`)."
     if spec.carry and not rec.get('carried') and any(ckpt_home(d).glob('*/best.pt')):
-        with run_lock(Path(d)): rec['carried'] = carry_weights(d); write_json(Path(d)/'record.json', rec)
+        with run_lock(Path(d)): rec['carried'] = _carry_weights(d); write_json(Path(d)/'record.json', rec)
     return rec
 
 
 # %% ../nbs/05_experiment.ipynb #48261dbd
-LOADED_WEIGHTS: list = []   # what `final_weights` loaded in this process since `execute` began its run: the run's record keeps it
+_LOADED_WEIGHTS: list = []   # what `final_weights` loaded in this process since `execute` began its run: the run's record keeps it
 
 def final_weights(run_dir, model, stage: str = 'train'):
     """Load a finished run's weights into `model` (its dtype): the exact ones (its `best.pt`, else its carried copy), so that a run
@@ -327,13 +326,13 @@ def final_weights(run_dir, model, stage: str = 'train'):
                                   f'{runs_command(run_dir)} (or set MEMLM_CKPT to where they are)')
     ref = model.state_dict()
     model.load_state_dict({k: v.to(ref[k].dtype) if k in ref else v for k, v in sd.items()})
-    LOADED_WEIGHTS.append(dict(run=Path(run_dir).name, stage=stage, file=kind, exact=kind != f.name))
+    _LOADED_WEIGHTS.append(dict(run=Path(run_dir).name, stage=stage, file=kind, exact=kind != f.name))
     return model
 
 
 # %% ../nbs/05_experiment.ipynb #2bc59552
 def best_checkpoint(run_dir, stage: str = 'train') -> Path:
-    """The best-validation checkpoint a finished run left: its `best.pt`, else its carried copy (`carry_weights`); a clear error
+    """The best-validation checkpoint a finished run left: its `best.pt`, else its carried copy (`_carry_weights`); a clear error
     where there is neither (checkpoints are not committed)."""
     path = ckpt_home(run_dir)/stage/'best.pt'
     if path.exists(): return path
@@ -436,7 +435,7 @@ def _stage_so_far(ctx: 'RunContext', reason: str = 'time limit (checkpointed)') 
     st = ctx.current
     if st is None or any(f['stage'] == st for f in ctx.fits) or not ctx.log_path(st).exists(): return None
     hist = [json.loads(l) for l in ctx.log_path(st).read_text().splitlines() if l.strip()]
-    return fit_summary(hist, ctx.caps.get(st, len(hist)), st) | dict(stop_reason=reason) if hist else None
+    return _fit_summary(hist, ctx.caps.get(st, len(hist)), st) | dict(stop_reason=reason) if hist else None
 
 # %% ../nbs/05_experiment.ipynb #3f19b0ed
 def execute(spec: Spec, root: Path, *, deadline: float | None = None, rerun: bool = False, device=None) -> dict:
@@ -457,13 +456,13 @@ def execute(spec: Spec, root: Path, *, deadline: float | None = None, rerun: boo
         return _execute_locked(spec, root, d, rec, deadline, rerun, device)
 
 # %% ../nbs/05_experiment.ipynb #46f53ff7
-def same_numbers(a, b, rel: float = 1e-9) -> bool:
+def _same_numbers(a, b, rel: float = 1e-9) -> bool:
     "Whether two runs' metrics agree but for their timings (a key with 'time' in it, or ending in '_s'): floats to `rel`."
     a, b = _jsonable(a), _jsonable(b)
     if isinstance(a, dict) and isinstance(b, dict):
         keep = lambda m: {k for k in m if 'time' not in k and not k.endswith('_s')}
-        return keep(a) == keep(b) and all(same_numbers(a[k], b[k], rel) for k in keep(a))
-    if isinstance(a, list) and isinstance(b, list): return len(a) == len(b) and all(same_numbers(x, y, rel) for x, y in zip(a, b))
+        return keep(a) == keep(b) and all(_same_numbers(a[k], b[k], rel) for k in keep(a))
+    if isinstance(a, list) and isinstance(b, list): return len(a) == len(b) and all(_same_numbers(x, y, rel) for x, y in zip(a, b))
     if isinstance(a, float) or isinstance(b, float):
         return isinstance(a, (int, float)) and isinstance(b, (int, float)) and math.isclose(a, b, rel_tol=rel, abs_tol=0.)
     return a == b
@@ -503,7 +502,7 @@ def _execute_locked(spec, root, d, rec, deadline, rerun, device) -> dict:
     ctx = RunContext(d, device, deadline)
     seed_everything(spec.seed)
     t0, status, metrics, error, stopped = time.time(), 'done', None, None, None
-    LOADED_WEIGHTS.clear()
+    _LOADED_WEIGHTS.clear()
     try: metrics = spec.fn(spec.cfg, spec.seed, ctx)
     except TimeLimitReached as e: status, error, stopped = 'incomplete', str(e), e
     except BaseException:                                              # a crash: not a killed session (its checkpoints stay)
@@ -518,14 +517,14 @@ def _execute_locked(spec, root, d, rec, deadline, rerun, device) -> dict:
                stages=stages, train_time_s=round(sum(f['train_time_s'] for f in stages), 2), wall_time_s=round(wall, 2),
                sessions=(rec or {}).get('sessions', 0) + killed.get('sessions', 0) + 1,
                killed_sessions=(rec or {}).get('killed_sessions', 0) + killed.get('sessions', 0), note=error, provenance=provenance(device))
-    if LOADED_WEIGHTS: rec['weights_loaded'] = list(LOADED_WEIGHTS)   # the trained runs it read, and which copy of each
+    if _LOADED_WEIGHTS: rec['weights_loaded'] = list(_LOADED_WEIGHTS)   # the trained runs it read, and which copy of each
     rec['trained_by'] = _trained_by(prev, rec, stages)
-    if replaces is not None and status == 'done' and same_numbers(replaces.get('metrics'), metrics) and 'date' in replaces.get('provenance', {}):
+    if replaces is not None and status == 'done' and _same_numbers(replaces.get('metrics'), metrics) and 'date' in replaces.get('provenance', {}):
         rec['provenance'] |= dict(date=replaces['provenance']['date'], remade=rec['provenance']['date'])   # the same numbers again (derived
         # files made again on a fresh checkout): the runs made from its first finish are not stale (`Plan.status_rows`)
     elif replaces is not None: rec['replaces'] = replaces              # new numbers (or not finished yet): what the finish it replaces recorded
-    if status == 'done': rec['kept_weights'] = keep_weights(d); shutil.rmtree(d/'parked', ignore_errors=True)
-    if status == 'done' and spec.carry: rec['carried'] = carry_weights(d)
+    if status == 'done': rec['kept_weights'] = _keep_weights(d); shutil.rmtree(d/'parked', ignore_errors=True)
+    if status == 'done' and spec.carry: rec['carried'] = _carry_weights(d)
     write_json(d/'record.json', rec)
     (d/'.session').unlink(missing_ok=True)
     if isinstance(stopped, Interrupted): raise stopped                 # Ctrl-C / kill: recorded and checkpointed; the caller stops too

@@ -29,10 +29,9 @@ def pick(scale: str, **by_scale):
     raise KeyError(f"no value given for scale {scale!r} (have {sorted(by_scale)})")
 
 # %% auto #0
-__all__ = ['SCALES', 'MALLOC_KEPT', 'DENORMALS_FLUSHED', 'CODE_AT_START', 'NONFINITE', 'check_scale', 'pick', 'seed_everything',
-           'get_device', 'device_name', 'device_kind', 'keep_freed_memory', 'flush_denormals', 'results_dir',
-           'figures_dir', 'provenance', 'write_text', 'write_json', 'json_float', 'Experiment', 'archive_dir',
-           'archived_runs', 'load_result', 'read_log', 'num', 'markdown_table']
+__all__ = ['SCALES', 'check_scale', 'pick', 'seed_everything', 'get_device', 'device_name', 'device_kind', 'keep_freed_memory',
+           'flush_denormals', 'results_dir', 'figures_dir', 'provenance', 'write_text', 'write_json', 'json_float',
+           'Experiment', 'archive_dir', 'archived_runs', 'num', 'markdown_table']
 
 # %% ../nbs/01_registry.ipynb #cabb3332
 def seed_everything(seed: int) -> None:
@@ -61,31 +60,31 @@ def device_kind(device: str | None) -> str:
     return 'cpu' if not device or device.lower().startswith('cpu') else 'gpu'
 
 # %% ../nbs/01_registry.ipynb #0bb6b54a
-MALLOC_KEPT: str | None = None   # set by `keep_freed_memory`; provenance records it
+_MALLOC_KEPT: str | None = None   # set by `keep_freed_memory`; provenance records it
 
 def keep_freed_memory(limit: int = 1 << 30) -> bool:
     """Let glibc keep freed blocks up to `limit` bytes for reuse, instead of mapping every tensor over 32 MB afresh (it
     page-faults on first touch) and unmapping it when freed. Numbers are unchanged; training steps whose temporaries are that
     large run faster on a CPU. Process-wide; `execute` calls it for every run. False where the C library is not glibc."""
-    global MALLOC_KEPT
+    global _MALLOC_KEPT
     try: mallopt = ctypes.CDLL("libc.so.6").mallopt
     except (OSError, AttributeError): return False
     M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
     if not (mallopt(M_MMAP_THRESHOLD, limit) and mallopt(M_TRIM_THRESHOLD, limit)): return False
-    MALLOC_KEPT = f"glibc mmap/trim threshold {limit >> 20} MiB"
+    _MALLOC_KEPT = f"glibc mmap/trim threshold {limit >> 20} MiB"
     return True
 
 # %% ../nbs/01_registry.ipynb #640435ac
-DENORMALS_FLUSHED: bool = False  # set by `flush_denormals`; provenance records it
+_DENORMALS_FLUSHED: bool = False  # set by `flush_denormals`; provenance records it
 
 def flush_denormals() -> bool:
     """Flush subnormal floats to zero (`torch.set_flush_denormal`, on the calling thread: the one single-threaded runs
     compute on): arithmetic on subnormals is ~100x slower on x86, and long runs can drift into it. Values below
     `torch.finfo(float32).tiny` become 0; nothing larger changes. `execute` calls it for every run.
     False where the CPU does not support it (e.g. no SSE3)."""
-    global DENORMALS_FLUSHED
-    DENORMALS_FLUSHED = torch.set_flush_denormal(True)
-    return DENORMALS_FLUSHED
+    global _DENORMALS_FLUSHED
+    _DENORMALS_FLUSHED = torch.set_flush_denormal(True)
+    return _DENORMALS_FLUSHED
 
 # %% ../nbs/01_registry.ipynb #09b863ad
 def results_dir() -> Path: return Path(os.environ.get('MEMLM_RESULTS', repo_root()/'results'))
@@ -104,16 +103,16 @@ def _code_state() -> dict:
                   ':(exclude)reports', ':(exclude)README.md', ':(exclude)RESULTS.md')
     return dict(commit=_git('rev-parse', 'HEAD'), dirty=bool(status) if status is not None else None)
 
-CODE_AT_START = _code_state()   # the code this process imported: read once, so a later commit or edit does not relabel its runs
+_CODE_AT_START = _code_state()   # the code this process imported: read once, so a later commit or edit does not relabel its runs
 
 def provenance(device: torch.device | str | None = None) -> dict:
-    """Commit and dirty flag of the code this process imported (`CODE_AT_START`), date, device, versions and host.
+    """Commit and dirty flag of the code this process imported (`_CODE_AT_START`), date, device, versions and host.
     `head_now` is added when the checkout's HEAD has moved on since (a long campaign outliving a commit)."""
-    p = dict(**CODE_AT_START, date=datetime.now(timezone.utc).isoformat(timespec='seconds'),
+    p = dict(**_CODE_AT_START, date=datetime.now(timezone.utc).isoformat(timespec='seconds'),
              device=device_name(device), torch=torch.__version__, python=platform.python_version(),
              host=socket.gethostname())
-    if MALLOC_KEPT: p["malloc"] = MALLOC_KEPT
-    if DENORMALS_FLUSHED: p["denormals"] = "flushed to zero"
+    if _MALLOC_KEPT: p["malloc"] = _MALLOC_KEPT
+    if _DENORMALS_FLUSHED: p["denormals"] = "flushed to zero"
     head = _git('rev-parse', 'HEAD')
     if head != p['commit']: p['head_now'] = head
     return p
@@ -143,11 +142,11 @@ def write_json(path: Path, obj) -> Path:
     return write_text(path, json.dumps(_jsonable(obj), indent=1) + '\n')
 
 # %% ../nbs/01_registry.ipynb #874e7a79
-NONFINITE = ('inf', '-inf', 'nan')   # how `_jsonable` writes the floats JSON has no literal for
+_NONFINITE = ('inf', '-inf', 'nan')   # how `_jsonable` writes the floats JSON has no literal for
 
 def json_float(x):
     "A value as `_jsonable` wrote it, back: 'inf', '-inf' and 'nan' become floats again (a diverged run's perplexity); anything else as it is."
-    return float(x) if isinstance(x, str) and x in NONFINITE else x
+    return float(x) if isinstance(x, str) and x in _NONFINITE else x
 
 # %% ../nbs/01_registry.ipynb #1b659fa4
 @dataclass
@@ -181,7 +180,7 @@ class Experiment:
     def load(self, name: str, former: bool = False) -> dict | None:
         """The record `name` of this paper and scale, or None; None too where runs behind it are archived (a former recipe's,
         `archived_runs`), unless `former`: findings read only today's recipe."""
-        rec = load_result(self.paper, name, self.scale)
+        rec = _load_result(self.paper, name, self.scale)
         if rec is None or former: return rec
         return None if archived_runs(rec, self.paper, self.scale) else rec
 
@@ -194,12 +193,12 @@ def archived_runs(rec: dict, paper: str, scale: str) -> list[str]:
     "The runs behind aggregated record `rec` that are archived: its numbers are a former recipe's."
     return [r for r in rec.get('runs') or [] if isinstance(r, str) and (archive_dir(paper, scale)/r).is_dir()]
 
-def load_result(paper: str, name: str, scale: str) -> dict | None:
+def _load_result(paper: str, name: str, scale: str) -> dict | None:
     "Read `results/<scale>/<paper>/<name>.json`, or None if it does not exist."
     p = results_dir()/check_scale(scale)/paper/f'{name}.json'
     return json.loads(p.read_text()) if p.exists() else None
 
-def read_log(paper: str, name: str, scale: str) -> list[dict]:
+def _read_log(paper: str, name: str, scale: str) -> list[dict]:
     "The lines written by `Experiment.log(name, ...)`."
     p = results_dir()/check_scale(scale)/paper/f'{name}.log.jsonl'
     return [json.loads(l) for l in p.read_text().splitlines() if l.strip()] if p.exists() else []

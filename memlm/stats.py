@@ -9,12 +9,12 @@ from dataclasses import dataclass
 from scipy import stats as st
 
 # %% auto #0
-__all__ = ['KINDS', 'VERDICTS', 'ALPHA', 'Test', 'parse_test', 't_interval', 'sd_interval', 'decision', 'holm_levels', 'holm',
-           'power', 'seeds_needed', 'decide', 'family_note', 'forest_plot']
+__all__ = ['KINDS', 'ALPHA', 'Test', 'parse_test', 't_interval', 'sd_interval', 'holm', 'power', 'seeds_needed', 'decide',
+           'family_note', 'forest_plot']
 
 # %% ../nbs/05a_stats.ipynb #3b6d47b2
 KINDS = ('effect', 'equivalence', 'threshold', 'absolute', 'reading', 'target')
-VERDICTS = ('reproduced', 'contradicted', 'inconclusive', 'not comparable at this scale', 'not run')   # counted: the first three
+_VERDICTS = ('reproduced', 'contradicted', 'inconclusive', 'not comparable at this scale', 'not run')   # counted: the first three
 ALPHA = 0.05
 
 @dataclass(frozen=True)
@@ -69,7 +69,7 @@ def _t(mean, ref, sd, n):
     if sd == 0: return math.copysign(math.inf, d) if d else 0.
     return d / (sd / math.sqrt(n))
 
-def decision(test: Test, mean: float, sd: float, n: int) -> tuple[float, str]:
+def _decision(test: Test, mean: float, sd: float, n: int) -> tuple[float, str]:
     "`(p, verdict)`: the smallest α at which the (1 − α) interval decides, and what it would decide."
     df = n - 1
     if test.kind == 'effect':
@@ -90,7 +90,7 @@ def decision(test: Test, mean: float, sd: float, n: int) -> tuple[float, str]:
     raise ValueError(f'{test.kind!r} claims are not tested')
 
 # %% ../nbs/05a_stats.ipynb #d3818075
-def holm_levels(ps: list[float | None], alpha: float = ALPHA) -> dict[int, float]:
+def _holm_levels(ps: list[float | None], alpha: float = ALPHA) -> dict[int, float]:
     "Holm's level of each tested claim (index into `ps`; None: not tested): α / (m − k) at its rank k by p."
     idx = sorted((i for i, p in enumerate(ps) if p is not None), key=lambda i: ps[i])
     return {i: alpha / (len(idx) - k) for k, i in enumerate(idx)}
@@ -98,7 +98,7 @@ def holm_levels(ps: list[float | None], alpha: float = ALPHA) -> dict[int, float
 def holm(ps: list[float | None], alpha: float = ALPHA) -> list[bool]:
     "Which of `ps` (None: not tested) Holm's procedure rejects at family-wise `alpha`."
     out = [False] * len(ps)
-    for i, level in holm_levels(ps, alpha).items():   # in order of p
+    for i, level in _holm_levels(ps, alpha).items():   # in order of p
         if ps[i] > level: break
         out[i] = True
     return out
@@ -161,7 +161,7 @@ def decide(claims: list[dict], alpha: float = ALPHA) -> list[dict]:
             if nd is not None and n > nd: r['verdict'], r['why'] = 'reading', f'n={n} seeds, more than the {nd} declared'
             elif r['ci'] is None or (nd is not None and n < nd):
                 r['verdict'], r['why'] = 'inconclusive', (f'n={n} of the {nd} seeds declared' if nd and n < nd else 'one seed: no interval')
-            else: r['p'], r['_would'] = decision(t, v, sd, n)
+            else: r['p'], r['_would'] = _decision(t, v, sd, n)
             delta = (ref if t.kind == 'effect' else (v - ref if ref is not None else None)) if ref is not None else v
             r['seeds_needed'] = seeds_needed(delta, sd) if sd else None
             if r['p'] is not None:                                                 # tested at its declared n
@@ -173,7 +173,7 @@ def decide(claims: list[dict], alpha: float = ALPHA) -> list[dict]:
                     r['_need'] = (v, sd, n, 'our effect (the paper\'s is outside the interval)')   # sized at what the data say, not at the paper's
                     r['excludes_paper'] = r['_excl']
         ps.append(r['p']); out.append(r)
-    level = holm_levels(ps, alpha)                                         # Holm's level at each tested claim's rank
+    level = _holm_levels(ps, alpha)                                         # Holm's level at each tested claim's rank
     for i, (r, ok) in enumerate(zip(out, holm(ps, alpha))):
         would, excl, need = r.pop('_would', None), r.pop('_excl', None), r.pop('_need', None)
         if r['p'] is None: continue
