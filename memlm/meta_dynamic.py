@@ -48,6 +48,7 @@ def meta_constants(state: dict,                 # the state `dynamic_evaluate` h
                    fisher: list | None = None,  # diagonal Fisher per parameter tensor (three-level model)
                    size: int = BUCKET,          # coordinates per bucket
                    init: str = 'rms',           # 'rms': the gates scale Krause's per-coordinate rates; 'neutral': uniform ones
+                   lr_scale: float = 1.,        # the start's rates times this (a mistuned start: Krause's rule with its η × ¼ or × 4)
                   ) -> dict:
     "θ₀, 1/(MS+ε), i₀ = η/(MS+ε), a₀ = λ·decrate (per bucket), η and F̂ from the dynamic-evaluation state: what the gates are scaled by."
     if state.get('MS') is None:
@@ -64,6 +65,7 @@ def meta_constants(state: dict,                 # the state `dynamic_evaluate` h
         i0, a0 = float(torch.cat(c['i0']).median()), float(torch.cat(c['a0']).mean())
         c['i0'], c['a0'] = [torch.full_like(x, i0) for x in c['i0']], [torch.full_like(x, a0) for x in c['a0']]
     elif init != 'rms': raise ValueError(f"unknown init {init!r}: use 'rms' or 'neutral'")
+    if lr_scale != 1: c['i0'] = [lr_scale * x for x in c['i0']]
     if fisher is not None:
         Fb = flat(fisher, groups)
         mean = sum(f.sum() for f in Fb) / sum(f.numel() for f in Fb)
@@ -83,6 +85,7 @@ class MetaConfig:
     loss_ema: float = 0.9    # decay of the running mean that the loss feature is measured against
     closed_bias: float = -10.  # initial bias of a gate that starts shut (the 2-level COPY: 1 − f = a₀·e^−10 ≈ 5e-5·a₀)
     init: str = field(default='rms', metadata={'key': 'if_set'})   # the rule at step 0: 'rms' (Krause's rates) or 'neutral' (uniform: see `meta_constants`)
+    lr_scale: float = field(default=1., metadata={'key': 'if_set'})   # the start's update rates times this (1: as tuned; ¼ or 4: a mistuned start)
     ewc_step: str = field(default='explicit', metadata={'key': 'if_set'})   # Eq. 7's spring γ F̂ (θ − θ₀) taken at θ_t ('explicit', as printed:
                              # unstable once i γ F̂ > 2) or solved at θ_{t+1} ('implicit', a proximal step: stable at any γ; equal where stiffness and step are small)
 
@@ -90,6 +93,7 @@ class MetaConfig:
         if self.levels not in (1, 2, 3): raise ValueError(f'levels must be 1, 2 or 3, got {self.levels}')
         if self.init not in ('rms', 'neutral'): raise ValueError(f"init must be 'rms' or 'neutral', got {self.init!r}")
         if self.ewc_step not in ('explicit', 'implicit'): raise ValueError(f"ewc_step must be 'explicit' or 'implicit', got {self.ewc_step!r}")
+        if not self.lr_scale > 0: raise ValueError(f'lr_scale must be > 0, got {self.lr_scale}')
     @property
     def gates(self) -> tuple: return GATES[:self.levels]
     @property
@@ -262,7 +266,7 @@ def meta_update(learner: MetaLearner, fisher: list | None = None, fast: bool = T
     def update(model, params, grads, state):
         m = state.get('meta')
         if m is None:
-            c = meta_constants(state, fisher, init=learner.cfg.init)
+            c = meta_constants(state, fisher, init=learner.cfg.init, lr_scale=learner.cfg.lr_scale)
             m = state['meta'] = dict(c=c, mem={}, fast=_fast_constants(learner, c, params) if fast else None)
         if m['fast'] is not None: m['mem'] = _fast_step(learner, params, grads, state['loss'], m['mem'], m['fast']); return
         c = m['c']

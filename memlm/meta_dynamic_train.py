@@ -39,9 +39,12 @@ class MetaTrainConfig:
     eval_every: int = field(default=0, metadata={'key': 'if_set'})   # > 0: the learning curve (`curve`) at step 0, every this many, and last
     flush_articles: bool = field(default=False, metadata={'key': 'if_set'})   # θ ← θ₀ at article starts (the paper's level 3 FLUSH)
     rotate: bool = field(default=False, metadata={'key': 'if_set'})  # start the stream at an article drawn with the run's seed
+    streams: int = field(default=1, metadata={'key': 'if_set'})      # streams per meta-step, each with its own θ and state, starting
+                               # evenly spaced along the text (after the seed's start): the meta-gradient is their mean
 
     def __post_init__(self):
         if self.lr_schedule not in ('constant', 'cosine'): raise ValueError(f"lr_schedule must be 'constant' or 'cosine', got {self.lr_schedule!r}")
+        if self.streams < 1: raise ValueError(f'streams must be >= 1, got {self.streams}')
 
 def _nll(out, y): return F.nll_loss(out.logp.reshape(-1, out.logp.size(-1)), y.reshape(-1))
 
@@ -157,30 +160,37 @@ def meta_train(model,                      # the trained LM (θ₀ = its weights
                save_every_s: float = 120.,
               ) -> list[dict]:
     """Train the meta-learner by truncated backprop through its unrolled updates; one history entry per meta-step (with
-    `curve_ppl` where the learning curve was measured: step 0, every `eval_every` steps, and the last). With `ckpt_dir`, a call
-    that finds a saved state resumes at its step: the same learner and history as an uninterrupted call."""
+    `curve_ppl` where the learning curve was measured: step 0, every `eval_every` steps, and the last). Each meta-step unrolls
+    `cfg.streams` chunks, one per stream (its own θ, recurrent state and memories, from its own place in the text), and steps
+    on the mean of their meta-gradients. With `ckpt_dir`, a call that finds a saved state resumes at its step: the same learner
+    and history as an uninterrupted call."""
     if cfg.checkpoint and not cfg.first_order: raise ValueError('checkpoint=True recomputes segments: it needs first_order=True')
     names = [n for n, p in model.named_parameters() if p.requires_grad]
-    c = meta_constants(state, fisher, init=learner.cfg.init)
+    c = meta_constants(state, fisher, init=learner.cfg.init, lr_scale=learner.cfg.lr_scale)
     opt = opt or torch.optim.Adam(learner.parameters(), lr=cfg.lr)
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=cfg.steps) if cfg.lr_schedule == 'cosine' else None
     dev = next(model.parameters()).device
-    if cfg.rotate:
-        starts = articles if articles is not None else list(range(0, len(data) - 1, cfg.bptt))
-        data, articles = rotate_stream(data, articles, starts[int(torch.randint(len(starts), (), generator=torch.Generator().manual_seed(seed)))])
-    theta, hidden, mem, hist, start = c['theta0'], None, {}, [], 0
-    chunks = _chunks(data.to(dev), cfg, articles)
+    starts = articles if articles is not None else list(range(0, len(data) - 1, cfg.bptt))
+    first = int(torch.randint(len(starts), (), generator=torch.Generator().manual_seed(seed))) if cfg.rotate else 0
+    chunks = []                                                       # one stream per place: the seed's start, then evenly spaced after it
+    for k in range(cfg.streams):
+        d, a = rotate_stream(data, articles, starts[(first + k * len(starts) // cfg.streams) % len(starts)]) if cfg.rotate or k else (data, articles)
+        chunks.append(_chunks(d.to(dev), cfg, a))
+    streams = [(c['theta0'], None, {}) for _ in chunks]              # (θ, recurrent state, memories) of each stream
+    hist, start = [], 0
     measure = lambda s: curve is not None and cfg.eval_every > 0 and (s % cfg.eval_every == 0 or s == cfg.steps)
     path = None if ckpt_dir is None else Path(ckpt_dir)/'last.pt'
     def save(step):
         save_checkpoint(dict(step=step, learner=learner.state_dict(), opt=opt.state_dict(), sched=sched and sched.state_dict(),
-                             theta=theta, hidden=hidden, mem=mem, hist=hist, curve0=curve0), path)
+                             streams=streams, hist=hist, curve0=curve0), path)
     if path is not None and path.exists():                            # resume where an earlier call stopped
         s = load_checkpoint(path, dev)
         learner.load_state_dict(s['learner']); opt.load_state_dict(s['opt'])
         if sched is not None: sched.load_state_dict(s['sched'])
-        theta, hidden, mem, hist, curve0, start = s['theta'], s['hidden'], s['mem'], s['hist'], s['curve0'], s['step']
-        for _ in range(start): next(chunks)                           # the stream where it was
+        streams = s['streams'] if 'streams' in s else [(s['theta'], s['hidden'], s['mem'])]   # (a one-stream state saved before streams)
+        hist, curve0, start = s['hist'], s['curve0'], s['step']
+        for ch in chunks:
+            for _ in range(start): next(ch)                           # each stream where it was
     else: curve0 = curve(learner) if measure(0) else None
     saved = time.time()
     with grad_eval_mode(model):
@@ -188,23 +198,29 @@ def meta_train(model,                      # the trained LM (θ₀ = its weights
             if deadline is not None and time.time() >= deadline:
                 if path is not None: save(step)
                 raise TimeLimitReached(f'deadline reached at meta-step {step} of {cfg.steps}' + (f'; state saved in {path}' if path else ''))
-            chunk, restart = next(chunks)
-            if restart and step: theta, hidden, mem = c['theta0'], None, {}
             t0 = time.perf_counter(); opt.zero_grad()
-            if cfg.checkpoint:
-                total, theta, hidden, mem, held = unroll_checkpointed(model, learner, names, theta, hidden, mem, chunk, c, cfg.flush_articles)
-            else:
-                total, theta, hidden, mem, held = unroll_plain(model, learner, names, theta, hidden, mem, chunk, c, cfg.first_order, cfg.flush_articles)
-                total.backward(); total = total.item()
+            losses, helds, restarts = [], [], []
+            for k, ch in enumerate(chunks):
+                (theta, hidden, mem), (chunk, restart) = streams[k], next(ch)
+                if restart and step: theta, hidden, mem = c['theta0'], None, {}
+                if cfg.checkpoint:
+                    total, theta, hidden, mem, held = unroll_checkpointed(model, learner, names, theta, hidden, mem, chunk, c, cfg.flush_articles)
+                else:
+                    total, theta, hidden, mem, held = unroll_plain(model, learner, names, theta, hidden, mem, chunk, c, cfg.first_order, cfg.flush_articles)
+                    total.backward(); total = total.item()
+                loss = total / len(chunk)
+                diverged = cfg.restart_loss is not None and not loss <= cfg.restart_loss   # NaN counts as diverged
+                streams[k] = (c['theta0'], None, {}) if diverged else ([t.detach() for t in theta], detach(hidden), detach(mem))
+                losses.append(loss); helds.append(held); restarts.append(diverged)
+            if len(chunks) > 1:                                       # the mean of the streams' meta-gradients
+                for p in learner.parameters():
+                    if p.grad is not None: p.grad /= len(chunks)
             gnorm = torch.sqrt(sum(p.grad.square().sum() for p in learner.parameters() if p.grad is not None)).item()
             if math.isfinite(gnorm): opt.step(); learner.project()       # a non-finite meta-gradient would poison Adam's moments
             lr_now = opt.param_groups[0]['lr']
             if sched is not None: sched.step()
-            loss = total / len(chunk)
-            diverged = cfg.restart_loss is not None and not loss <= cfg.restart_loss   # NaN counts as diverged
-            theta, hidden, mem = (c['theta0'], None, {}) if diverged else ([t.detach() for t in theta], detach(hidden), detach(mem))
-            hist.append(dict(step=step + 1, meta_loss=loss, grad_norm=gnorm, held_mb=held / 2**20, lr=lr_now,
-                             time_s=time.perf_counter() - t0, restarted=diverged))
+            hist.append(dict(step=step + 1, meta_loss=sum(losses) / len(losses), grad_norm=gnorm, held_mb=max(helds) / 2**20, lr=lr_now,
+                             time_s=time.perf_counter() - t0, restarted=any(restarts)))
             if measure(step + 1): hist[-1]['curve_ppl'] = curve(learner)
             if path is not None and (time.time() - saved >= save_every_s or step + 1 == cfg.steps): save(step + 1); saved = time.time()
     model.zero_grad(set_to_none=True)
