@@ -6,13 +6,13 @@
 from __future__ import annotations
 
 # %% auto #0
-__all__ = ['METHODS', 'ADAM', 'AWD_SGD', 'SCALES', 'PARTS', 'META_VARIANTS', 'INITS', 'PILOT_LRS', 'META_BUDGET', 'LEARNERS',
-           'PTB_LEARNERS', 'LEARN_READINGS', 'LEARN_READING_KEYS', 'COMPARISONS', 'FIG2_PAIRS', 'CorpusExp',
-           'corpus_splits', 'LMExp', 'train_lm', 'trained_lm', 'full_corpus', 'CoreLMExp', 'core_lm', 'LMRef',
-           'load_lm', 'PrepExp', 'prepare', 'MethodExp', 'run_method', 'seed_free_start', 'step0_from_sibling',
-           'running_gap', 'NumericsExp', 'numerics', 'SpeedExp', 'eval_speed', 'MetaDynScale', 'wt2_lm_config',
-           'method_specs', 'choose_budget', 'learner_name', 'learning_specs', 'make_plan', 'learning_summary',
-           'comparison', 'panel_losses', 'fig2_learning']
+__all__ = ['METHODS', 'ADAM', 'AWD_SGD', 'SCALES', 'PARTS', 'META_VARIANTS', 'INITS', 'PILOT_LRS', 'STREAMS', 'STREAM_PILOT_LRS',
+           'META_BUDGET', 'LEARNERS', 'PTB_LEARNERS', 'LEARN_READINGS', 'LEARN_READING_KEYS', 'COMPARISONS',
+           'FIG2_PAIRS', 'CorpusExp', 'corpus_splits', 'LMExp', 'train_lm', 'trained_lm', 'full_corpus', 'CoreLMExp',
+           'core_lm', 'LMRef', 'load_lm', 'PrepExp', 'prepare', 'MethodExp', 'run_method', 'seed_free_start',
+           'step0_from_sibling', 'running_gap', 'NumericsExp', 'numerics', 'SpeedExp', 'eval_speed', 'MetaDynScale',
+           'wt2_lm_config', 'method_specs', 'choose_budget', 'learner_name', 'learning_specs', 'make_plan',
+           'learning_summary', 'comparison', 'panel_losses', 'fig2_learning']
 
 # %% ../nbs/13b_meta_dynamic_runs.ipynb #e85b096e
 import functools, json, math, shutil, time
@@ -249,7 +249,8 @@ def run_method(cfg: MethodExp, seed: int, ctx: RunContext) -> dict:
         out.update(meta_lr=best['lr'], meta_train_time_s=best['time'], meta_steps=len(hist), meta_restarts=best['restarts'],
                    meta_loss_first=sum(h['meta_loss'] for h in hist[:k]) / k, meta_loss_last=sum(h['meta_loss'] for h in hist[-k:]) / k,
                    held_mb=max(h['held_mb'] for h in hist), theta_mb=sum(p.numel() * p.element_size() for p in params) / 2**20,
-                   unroll=cfg.train.unroll, rss_before_mb=rss0, peak_rss_mb=peak_rss_mb(), learned=learner.summary(), dyn=vars(dcfg))
+                   unroll=cfg.train.unroll, rss_before_mb=rss0, peak_rss_mb=peak_rss_mb(), learned=learner.summary(), dyn=vars(dcfg),
+                   max_abs_param=max(float(p.detach().abs().max()) for p in learner.parameters()))   # how far it moved (the 25-step budget bounded it near 0.013)
         update = meta_update(learner, F_)
         prev = step0_from_sibling(ctx.dir, cfg, seed) if cfg.measure_init and ctx.dir is not None else None
         if prev is not None:   # the same step 0 at another seed, measured there
@@ -408,6 +409,7 @@ def eval_speed(cfg: SpeedExp, seed: int, ctx: RunContext) -> dict:
 # %% ../nbs/13b_meta_dynamic_runs.ipynb #c3d59daa
 from .experiment import data_identity, runs_dir
 from .plan import Plan, aggregate, paired_diff, row_metrics
+from .registry import pick
 from .meta_dynamic_train import article_effects   # meta-training
 
 # %% ../nbs/13b_meta_dynamic_runs.ipynb #f34c0cf2
@@ -482,7 +484,7 @@ SCALES = {
                           wt2_epochs=750, wt2_finetune_epochs=750, ptb_test_tokens=None, meta_steps=100, pilot_steps=1000, eval_every=50)}
 
 # %% ../nbs/13b_meta_dynamic_runs.ipynb #286a38ee
-PARTS = ('ptb', 'wt2', 'fig2', 'performance', 'pilot', 'learning', 'learning_ptb', 'speed')
+PARTS = ('ptb', 'wt2', 'fig2', 'performance', 'pilot', 'pilot_streams', 'learning', 'learning_ptb', 'speed')
 META_VARIANTS = {'meta1': MetaConfig(levels=1), 'meta2': MetaConfig(levels=2), 'meta3': MetaConfig(levels=3),
                  'meta3_mlp': MetaConfig(levels=3, hidden=4)}
 
@@ -517,6 +519,8 @@ def method_specs(tag: str, lm: Spec, ref: LMRef, scale: str, seed: int) -> dict:
 # %% ../nbs/13b_meta_dynamic_runs.ipynb #3a13a7dd
 INITS = ('rms', 'neutral')       # where a learner starts: Krause's tuned rule, or a uniform one (what is learned is then visible)
 PILOT_LRS = (1e-3, 1e-2)         # the pilot's meta learning rates (constant), one learning curve each
+STREAMS = 8                      # streams per meta-step of the stream pilot (smoke: 2): the meta-gradient is their mean
+STREAM_PILOT_LRS = (1e-3, 3e-3, 1e-2)   # the stream pilot's meta learning rates: one pass over the meta-training half each
 META_BUDGET: dict = {'cpu': dict(steps=25, lr=1e-3),     # per scale, {'steps': .., 'lr': ..} read off that scale's pilot curves by
                      'smoke': dict(steps=4, lr=1e-2)}     # `choose_budget`, then fixed (a scale without one: no learner runs yet);
                                                           # smoke's is a stand-in that exercises the learning runs, not read off its pilot
@@ -555,6 +559,8 @@ def learning_specs(tag: str, lm: Spec, ref: LMRef, scale: str, prep: Spec, seeds
                                                meta=MetaConfig(levels=levels, init=init, closed_bias=closed_bias, hidden=hidden, ewc_step=ewc_step),
                                                rms_run=(rms if levels == 3 else rms_free).folder, copy_lam=rms.cfg.dyn.lam if levels == 2 else None)
     out['pilot'] = [run(f'pilot_lr{lr:g}', meta(3, 'rms', replace(mt, steps=S.pilot_steps, lr=lr)), seeds[0], rms) for lr in PILOT_LRS]
+    smt = replace(mt, passes=1., streams=pick(scale, smoke=2, default=STREAMS), eval_every=pick(scale, smoke=1, default=5))
+    out['pilot_streams'] = [run(f'spilot_lr{lr:g}', meta(3, 'rms', replace(smt, lr=lr)), seeds[0], rms) for lr in STREAM_PILOT_LRS]
     budget = META_BUDGET.get(scale)
     learn = lambda name, s, levels, init, hidden, **kw: run(name, replace(meta(levels, init, replace(mt, steps=budget['steps'], lr=budget['lr'], lr_schedule='cosine'),
                                                                                hidden, **kw), save_segments=fig2), s, rms if levels == 3 else rms_free)
@@ -586,7 +592,7 @@ def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Pla
             if tag == 'wt2': parts['fig2'] += [ms[m] for m in ('static', 'meta1', 'meta2', 'meta3')]
             if seed == seeds[0]:   # meta-learning: one LM, the learners meta-trained at every seed (the pilot on WikiText-2)
                 ls = learning_specs(tag, lm, ref, scale, ms['prep'], list(S.learn_seeds), LEARNERS if tag == 'wt2' else PTB_LEARNERS)
-                if tag == 'wt2': parts['pilot'] += [ls['rms'], *ls['pilot']]
+                if tag == 'wt2': parts['pilot'] += [ls['rms'], *ls['pilot']]; parts['pilot_streams'] += [ls['rms'], *ls['pilot_streams']]
                 parts['learning' if tag == 'wt2' else 'learning_ptb'] += [lm, ms['prep'], ls['static'], ls['rms']] + \
                     ([ls['rms_free']] if tag == 'wt2' else []) + ls['learn'] + ([ls['numerics']] if 'numerics' in ls else [])
     sp = SpeedExp(corpus=S.speed_corpus, model=S.speed_model, tokens=S.speed_tokens, stats_tokens=S.speed_stats_tokens,

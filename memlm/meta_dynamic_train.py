@@ -6,8 +6,8 @@
 from __future__ import annotations
 
 # %% auto #0
-__all__ = ['MetaTrainConfig', 'saved_bytes', 'unroll_plain', 'unroll_checkpointed', 'rotate_stream', 'meta_train', 'curve_stop',
-           'tune_dyneval', 'peak_rss_mb', 'segment_starts', 'article_effects', 'smooth']
+__all__ = ['MetaTrainConfig', 'meta_steps', 'saved_bytes', 'unroll_plain', 'unroll_checkpointed', 'rotate_stream', 'meta_train',
+           'curve_stop', 'tune_dyneval', 'peak_rss_mb', 'segment_starts', 'article_effects', 'smooth']
 
 # %% ../nbs/13a_meta_dynamic_train.ipynb #240a01e6
 import contextlib, math, resource, time
@@ -41,10 +41,17 @@ class MetaTrainConfig:
     rotate: bool = field(default=False, metadata={'key': 'if_set'})  # start the stream at an article drawn with the run's seed
     streams: int = field(default=1, metadata={'key': 'if_set'})      # streams per meta-step, each with its own θ and state, starting
                                # evenly spaced along the text (after the seed's start): the meta-gradient is their mean
+    passes: float = field(default=0., metadata={'key': 'if_set'})    # > 0: instead of `steps`, the meta-steps in which the streams together
+                               # read the text this many times (`meta_steps`)
 
     def __post_init__(self):
         if self.lr_schedule not in ('constant', 'cosine'): raise ValueError(f"lr_schedule must be 'constant' or 'cosine', got {self.lr_schedule!r}")
         if self.streams < 1: raise ValueError(f'streams must be >= 1, got {self.streams}')
+        if self.passes < 0: raise ValueError(f'passes must be >= 0, got {self.passes}')
+
+def meta_steps(cfg: MetaTrainConfig, n_tokens: int) -> int:
+    "The meta-steps of a run on a text of `n_tokens`: `cfg.steps`, or with `cfg.passes` those in which its streams read the text that many times."
+    return cfg.steps if not cfg.passes else math.ceil(cfg.passes * n_tokens / (cfg.streams * cfg.unroll * cfg.bptt * cfg.batch_size))
 
 def _nll(out, y): return F.nll_loss(out.logp.reshape(-1, out.logp.size(-1)), y.reshape(-1))
 
@@ -168,7 +175,8 @@ def meta_train(model,                      # the trained LM (θ₀ = its weights
     names = [n for n, p in model.named_parameters() if p.requires_grad]
     c = meta_constants(state, fisher, init=learner.cfg.init, lr_scale=learner.cfg.lr_scale)
     opt = opt or torch.optim.Adam(learner.parameters(), lr=cfg.lr)
-    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=cfg.steps) if cfg.lr_schedule == 'cosine' else None
+    steps = meta_steps(cfg, len(data))
+    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=steps) if cfg.lr_schedule == 'cosine' else None
     dev = next(model.parameters()).device
     starts = articles if articles is not None else list(range(0, len(data) - 1, cfg.bptt))
     first = int(torch.randint(len(starts), (), generator=torch.Generator().manual_seed(seed))) if cfg.rotate else 0
@@ -178,7 +186,7 @@ def meta_train(model,                      # the trained LM (θ₀ = its weights
         chunks.append(_chunks(d.to(dev), cfg, a))
     streams = [(c['theta0'], None, {}) for _ in chunks]              # (θ, recurrent state, memories) of each stream
     hist, start = [], 0
-    measure = lambda s: curve is not None and cfg.eval_every > 0 and (s % cfg.eval_every == 0 or s == cfg.steps)
+    measure = lambda s: curve is not None and cfg.eval_every > 0 and (s % cfg.eval_every == 0 or s == steps)
     path = None if ckpt_dir is None else Path(ckpt_dir)/'last.pt'
     def save(step):
         save_checkpoint(dict(step=step, learner=learner.state_dict(), opt=opt.state_dict(), sched=sched and sched.state_dict(),
@@ -194,10 +202,10 @@ def meta_train(model,                      # the trained LM (θ₀ = its weights
     else: curve0 = curve(learner) if measure(0) else None
     saved = time.time()
     with grad_eval_mode(model):
-        for step in range(start, cfg.steps):
+        for step in range(start, steps):
             if deadline is not None and time.time() >= deadline:
                 if path is not None: save(step)
-                raise TimeLimitReached(f'deadline reached at meta-step {step} of {cfg.steps}' + (f'; state saved in {path}' if path else ''))
+                raise TimeLimitReached(f'deadline reached at meta-step {step} of {steps}' + (f'; state saved in {path}' if path else ''))
             t0 = time.perf_counter(); opt.zero_grad()
             losses, helds, restarts = [], [], []
             for k, ch in enumerate(chunks):
@@ -221,8 +229,8 @@ def meta_train(model,                      # the trained LM (θ₀ = its weights
             if sched is not None: sched.step()
             hist.append(dict(step=step + 1, meta_loss=sum(losses) / len(losses), grad_norm=gnorm, held_mb=max(helds) / 2**20, lr=lr_now,
                              time_s=time.perf_counter() - t0, restarted=any(restarts)))
-            if measure(step + 1): hist[-1]['curve_ppl'] = curve(learner)
-            if path is not None and (time.time() - saved >= save_every_s or step + 1 == cfg.steps): save(step + 1); saved = time.time()
+            if measure(step + 1): hist[-1].update(curve_ppl=curve(learner), learned=learner.summary())   # the curve and where the learner is
+            if path is not None and (time.time() - saved >= save_every_s or step + 1 == steps): save(step + 1); saved = time.time()
     model.zero_grad(set_to_none=True)
     if curve0 is not None: hist[0]['curve_ppl0'] = curve0
     return hist
