@@ -8,11 +8,11 @@ from __future__ import annotations
 # %% auto #0
 __all__ = ['METHODS', 'ADAM', 'AWD_SGD', 'SCALES', 'PARTS', 'META_VARIANTS', 'INITS', 'PILOT_LRS', 'STREAMS', 'STREAM_PILOT_LRS',
            'META_BUDGET', 'LEARNERS', 'PTB_LEARNERS', 'LEARN_READINGS', 'LEARN_READING_KEYS', 'COMPARISONS',
-           'FIG2_PAIRS', 'CorpusExp', 'corpus_splits', 'LMExp', 'train_lm', 'trained_lm', 'full_corpus', 'CoreLMExp',
-           'core_lm', 'LMRef', 'load_lm', 'PrepExp', 'prepare', 'MethodExp', 'run_method', 'seed_free_start',
-           'step0_from_sibling', 'running_gap', 'NumericsExp', 'numerics', 'SpeedExp', 'eval_speed', 'MetaDynScale',
-           'wt2_lm_config', 'method_specs', 'choose_budget', 'learner_name', 'learning_specs', 'make_plan',
-           'learning_summary', 'comparison', 'panel_losses', 'fig2_learning']
+           'FIG2_PAIRS', 'FIG2_DIFFS', 'CorpusExp', 'corpus_splits', 'LMExp', 'train_lm', 'trained_lm', 'full_corpus',
+           'CoreLMExp', 'core_lm', 'LMRef', 'load_lm', 'PrepExp', 'prepare', 'MethodExp', 'run_method',
+           'seed_free_start', 'step0_from_sibling', 'running_gap', 'NumericsExp', 'numerics', 'SpeedExp', 'eval_speed',
+           'MetaDynScale', 'wt2_lm_config', 'method_specs', 'choose_budget', 'learner_name', 'learning_specs',
+           'make_plan', 'learning_summary', 'comparison', 'panel_losses', 'fig2_learning', 'fig2_data', 'fig2_record']
 
 # %% ../nbs/13b_meta_dynamic_runs.ipynb #e85b096e
 import functools, json, math, shutil, time
@@ -667,3 +667,24 @@ def fig2_learning(segs: dict, k: int = 20) -> dict:
             m[f'{panel}_change'] = m[f'{panel}_after'] - m[f'{panel}_before']
         if m: per.append(m)
     return {f'{k_}{sfx}': a[f] for k_, a in aggregate(per).items() for sfx, f in (('', 'mean'), ('_std', 'sd'), ('_n', 'n'))}
+
+# %% ../nbs/13b_meta_dynamic_runs.ipynb #c09e8198
+FIG2_DIFFS = {'l2_minus_static': ('meta2', 'static'), 'l3_minus_l2': ('meta3', 'meta2'), 'l2_minus_l1': ('meta2', 'meta1')}   # key: (a, b)
+
+def fig2_data(root, specs: dict) -> dict | None:
+    "Per-segment losses of the Figure-2 runs `{method: Spec}` from their folders under `root`, or None while one is missing."
+    out = {}
+    for k, s in specs.items():
+        f = Path(root)/s.folder/'segments.json'
+        if not f.exists(): return None
+        out[k] = json.loads(f.read_text())
+    return out
+
+def fig2_record(seg: dict, k: int = 20) -> dict:
+    "Figure 2's numbers from `fig2_data`: per pair of `FIG2_DIFFS`, a − b (nats per segment) overall, head/rest, halves, and their contrasts."
+    L, starts, out = {m: torch.tensor(v['losses']) for m, v in seg.items()}, seg['static']['starts'], {}
+    for key, (a, b) in FIG2_DIFFS.items():
+        e = article_effects(L[a], L[b], starts, k)
+        out |= {f'{key}_{x}': v for x, v in e.items()} | {f'{key}_head_minus_rest': e['head'] - e['rest'],
+                                                         f'{key}_second_minus_first_half': e['second_half'] - e['first_half']}
+    return out | dict(segments=len(L['static']), articles=len(starts), head_segments=k)
