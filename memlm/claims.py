@@ -6,12 +6,13 @@
 from __future__ import annotations
 import csv, json, re
 from pathlib import Path
-from .registry import SCALES, archived_runs, check_scale, results_dir, markdown_table, _fmt, json_float
+from .registry import SCALES, archived_runs, check_scale, results_dir, markdown_table, _fmt, _load_result, json_float
 
 # %% auto #0
-__all__ = ['EXCLUSIONS', 'PAPERS', 'read_claims', 'declare_seeds', 'schedule', 'claim_verdicts', 'verdict_text', 'paper_status',
-           'is_headline', 'headline', 'claim_lines', 'claims_forest', 'reading_order', 'paper_notebook',
-           'paper_reports', 'scale_costs', 'cost_text', 'write_results', 'unrecorded_claims']
+__all__ = ['EXCLUSIONS', 'PAPERS', 'MEMORIES', 'read_claims', 'declare_seeds', 'schedule', 'claim_verdicts', 'verdict_text',
+           'paper_status', 'is_headline', 'headline', 'claim_lines', 'claims_forest', 'reading_order', 'paper_notebook',
+           'paper_reports', 'scale_costs', 'cost_text', 'memory_rows', 'memory_table', 'write_results',
+           'unrecorded_claims']
 
 # %% ../nbs/05b_claims.ipynb #23eae526
 _CLAIM_COLUMNS = ('claim', 'paper_value', 'result', 'key', 'kind', 'expect', 'tol', 'n', 'n_basis', 'note')
@@ -401,6 +402,49 @@ def cost_text(c: dict) -> str:
     if c['estimated']: return f"{done}; the {c['left']} left: about {_hours(c['est_h'])} for {c['estimated']}, the other {c['left'] - c['estimated']} not yet estimated"
     return f"{done}; the {c['left']} left: not yet estimated"
 
+# %% ../nbs/05b_claims.ipynb #caf5f186
+MEMORIES = (   # (the memory, paper, record, key, sign to read it as a change of test ppl, the base and the pairing)
+    ('+ dynamic evaluation (Krause et al.)', 'awd_lstm', 'dynamic_eval', 'test_gain_pct', -1, "the core's models, paired by seed"),
+    ('+ neural cache (Grave et al.)', 'context_probe', None, 'cache_test_pct', 1, "the core's models, the cache tuned on a validation prefix"),
+    ('+ span buffer (Li et al.)', 'span_buffer', 'table1_ptb', 'snb_vs_awd_test_pct', 1, "its AWD-LSTM on the core's recipe, paired by seed"),
+    ('+ phrase induction (Luo et al.)', 'phrase_induction', 'table1', 'full_vs_baseline/test_ppl_pct', 1, "its AWD-LSTM on the core's recipe, paired by seed"),
+    ('+ meta-learned dynamical LM, 3 levels (Wolf et al.)', 'meta_dynamic', 'table_ptb', 'meta3_vs_static_pct', 1,
+     "the core's seed-0 model; the learner stays near its start, tuned RMS dynamic evaluation"))
+
+def _cache_changes(scale: str) -> list[float]:
+    "The neural cache's test-ppl change (%) over the core LM, one per core seed probed with a cache (`probe_cache` runs)."
+    out = []
+    for f in sorted((results_dir()/scale/'context_probe'/'runs').glob('probe_cache-s*/record.json')):
+        m = (json.loads(f.read_text()) or {}).get('metrics') or {}
+        if m.get('cache_test_ppl') and m.get('test_ppl'): out.append(100 * (m['cache_test_ppl'] / m['test_ppl'] - 1))
+    return out
+
+def memory_rows(scale: str = 'cpu', rows: list[dict] | None = None) -> list[dict]:
+    """One row per memory of `MEMORIES`: PTB test-ppl change (%) over its AWD-LSTM at `scale`, with the interval and verdict of
+    its claim where one is paired by seed, else a reading (mean over its n); 'not run' where no record has it."""
+    rows = rows if rows is not None else claim_verdicts()
+    out = []
+    for name, paper, result, key, sign, base in MEMORIES:
+        r = next((r for r in rows if (r['paper'], r['result'], r['key']) == (paper, result, key) and r['scale'] == scale), None)
+        if r is not None and r['value'] is not None:
+            ci = f"{_fmt(sign * r['ci'][0 if sign > 0 else 1])} to {_fmt(sign * r['ci'][1 if sign > 0 else 0])}" if r['ci'] else ''
+            reading = r['verdict'] not in _COUNTED or not r['ci']
+            out.append(dict(memory=name, change=f"{sign * r['value']:+.2f} %", ci=ci, n=r['n'] or 1,
+                            verdict=('reading' if reading else r['verdict']), base=base))
+            continue
+        vals = _cache_changes(scale) if result is None else []
+        if not vals and result is not None:
+            m = (_load_result(paper, result, scale) or {}).get('metrics') or {}
+            if m.get(key) is not None: vals = [m[key]] * int(m.get(f'{key}_n') or 1)
+        out.append(dict(memory=name, change=f"{sign * sum(vals) / len(vals):+.2f} %" if vals else 'not run', ci='',
+                        n=len(vals) or '', verdict='reading' if vals else 'not run', base=base))
+    return out
+
+def memory_table(scale: str = 'cpu', rows: list[dict] | None = None) -> str:
+    "`memory_rows` as markdown: what each memory changes in the same AWD-LSTM's PTB test perplexity (negative: better)."
+    return markdown_table([{'memory (on an AWD-LSTM, PTB test)': r['memory'], 'test ppl change': r['change'], '95% CI': r['ci'], 'n': r['n'],
+                            "its claim's verdict": r['verdict'], 'base and pairing': r['base']} for r in memory_rows(scale, rows)])
+
 # %% ../nbs/05b_claims.ipynb #598d0cf4
 _FOLDS = (   # the rows of a paper's section that are not headline rows, each kind folded apart: (verdicts, one, many)
     (('not comparable at this scale',), 'absolute number of a reduced model (not comparable at this scale)',
@@ -444,6 +488,8 @@ def write_results(path: Path | None = None, figs: Path | None = None, papers: li
     for i, pp in enumerate(order, 1):
         role = PAPERS.get(pp, {}).get('role')
         out.append(f"{i}. [{title(pp)}](#{pp}){f' ({role})' if role else ''}: {paper_status(pp, rows=by_paper[pp])}")
+    out += ['\n## What each memory buys the same AWD-LSTM\n', 'PTB test perplexity at cpu scale, each memory against the AWD-LSTM it is added to '
+            '(negative: better). A row paired by seed carries its interval and its claim\'s verdict; the others are readings.\n', memory_table('cpu', rows_all)]
     for i, pp in enumerate(order, 1):
         rows, p = by_paper[pp], PAPERS.get(pp, {})
         cite = f" ({p['cite']})" if p.get('cite') else ''
