@@ -12,6 +12,7 @@ statuses = ['1 - Planning', '2 - Pre-Alpha', '3 - Alpha', '4 - Beta', '5 - Produ
 lic = licenses[cfg['license']]
 requirements = cfg.get('requirements', '').split()
 dev_requirements = cfg.get('dev_requirements', '').split()
+extras = {k: cfg.get(f'{k}_requirements', '').split() for k in ('reports', 'cluster')}
 
 setuptools.setup(
     name=cfg['lib_name'],
@@ -32,8 +33,9 @@ setuptools.setup(
     ],
     packages=setuptools.find_packages(include=['memlm', 'memlm.*']),
     include_package_data=True,
+    package_data={'memlm': ['py.typed']},
     install_requires=requirements,
-    extras_require={'dev': dev_requirements},
+    extras_require={'dev': dev_requirements + extras['reports'] + extras['cluster'], **extras},
     python_requires='>=' + cfg['min_python'],
     long_description=open('README.md').read() if __import__('os').path.exists('README.md') else '',
     long_description_content_type='text/markdown',

@@ -85,6 +85,20 @@ def test_committed_runs_are_still_found():
     assert not lost, f'runs no plan finds any more (register moved experiment functions under their recorded name with @experiment; renamed configs keep theirs with key_type): {lost}'
 
 
+def test_no_archived_run_is_in_a_plan():
+    "An archived run is a former recipe's: no plan of today (any paper, any run it borrows) reads it."
+    from memlm.plan import paper_plan
+    from memlm.cli import papers
+    for scale in ('cpu', 'gpu'):
+        arch = {(d.parent.parent.name, d.name) for d in (ROOT/'results'/scale).glob('*/archive/*') if d.is_dir()}
+        if not arch: continue
+        live = set()
+        for p in papers():
+            plan = paper_plan(p, scale, [0, 1, 2], os.environ.get('MEMLM_DATA'))
+            live |= {(plan.dir(s).parent.parent.name, s.folder) for s in plan.specs()}
+        assert not arch & live, sorted(arch & live)
+
+
 def test_every_archived_run_has_its_record_and_index_line():
     import csv, glob
     for f in glob.glob(str(ROOT/'results'/'*'/'*'/'archive'/'index.csv')):
