@@ -7,8 +7,8 @@ from __future__ import annotations
 from fastcore.basics import patch
 
 # %% auto #0
-__all__ = ['Results', 'Plan', 'plan_module', 'paper_plan', 'named', 'park', 'run_log', 'plan_status', 'mean_sd', 'aggregate',
-           'paired_diff', 'row_metrics', 'run_lists', 'fmt_ms', 'matched_epochs', 'matched_epochs_plot']
+__all__ = ['Results', 'Plan', 'plan_module', 'paper_plan', 'named', 'park', 'run_log', 'plan_status', 'plan_progress', 'mean_sd',
+           'aggregate', 'paired_diff', 'row_metrics', 'run_lists', 'fmt_ms', 'matched_epochs', 'matched_epochs_plot']
 
 # %% ../nbs/05c_plan.ipynb #80229721
 import json, math, multiprocessing as mp, os, re, shutil, statistics, time, traceback
@@ -392,6 +392,22 @@ def plan_status(paper: str, scale: str, seeds=(0, 1, 2), data_path: str | None =
             + (f", {unknown} without an estimate" if unknown else '')) if unknown < len(left) else f'; {len(left)} left, without an estimate') if left else ''
     return ((markdown_table(rows, list(rows[0])) if rows else '_no runs_\n') + ''.join(f'\n{p}' for p in problems)
             + f"\n{paper} ({scale}): " + ', '.join(f'{v} {k}' for k, v in n.items()) + eta)
+
+# %% ../nbs/05c_plan.ipynb #36775b48
+def plan_progress(plan: Plan, res: Results | None = None) -> dict:
+    """How far `plan` is: `done` of its `total` runs (all parts, with what they extend or need) finished, in `res` or on disk;
+    `waiting`: part -> its runs not done (parts with none left out); `banner`: the line a report opens with ('' when all are done)."""
+    def done(s: Spec) -> bool:
+        if res is not None and res.done(s): return True
+        try: r = load_record(plan.dir(s))
+        except CorruptRecordError: return False
+        return bool(r) and r.get('status') == 'done'
+    specs = plan.specs()
+    ok = {s.folder for s in specs if done(s)}
+    waiting = {p: n for p in plan.parts if (n := sum(s.folder not in ok for s in plan.specs([p])))}
+    banner = (f"{len(ok)} of {len(specs)} runs of this plan are done; the missing rows wait for "
+              + ', '.join(f"{p} ({n} run{'s' if n != 1 else ''})" for p, n in waiting.items())) if waiting else ''
+    return dict(done=len(ok), total=len(specs), waiting=waiting, banner=banner)
 
 # %% ../nbs/05c_plan.ipynb #3a32e7e1
 def mean_sd(xs) -> tuple[float, float]:
