@@ -262,7 +262,7 @@ CPU_TAIL = (6, 2, 2)               # the tail every candidate had
 
 # %% ../nbs/09_awd_lstm.ipynb #6a085527
 def awd_configs(scale: str, data_path: str | None = None, fixed: bool = True) -> tuple[AWDExp, ThroughputExp]:
-    "The LM and throughput configs of `scale` (its row of `SCALES`); at cpu scale on the chosen fixed schedule (`fixed=False`: the former plateau rule)."
+    "The LM and throughput configs of `scale` (its row of `SCALES`); at cpu scale on the chosen fixed schedule (`fixed=False`: the plateau rule)."
     S = SCALES[scale]
     train = TrainConfig(optimizer='sgd', lr=S.lr, clip=0.25, weight_decay=1.2e-6, batch_size=S.batch_size, bptt=S.bptt,
                         variable_bptt=True, alpha=2., beta=1., nonmono=5, epochs=S.epochs, eval_batch_size=10, progress=False,
@@ -283,7 +283,7 @@ def _lm_and_dyneval(lm: AWDExp, seeds: list, did: str, stats_cap, same: dict) ->
 # %% ../nbs/09_awd_lstm.ipynb #474fe66e
 def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Plan:
     """The runs of every part at `scale`: the LM per seed, its dynamic evaluation, one throughput measurement; at cpu scale the
-    schedule search, and once it has chosen, the runs of the former plateau rule as part `adaptive` (the noise it made)."""
+    schedule search, and once it has chosen, the runs of the plateau rule as part `adaptive` (its seed spread, for comparison)."""
     lm, tp = awd_configs(scale, data_path)
     stats_cap = SCALES[scale].stats_cap
     did = data_identity(lm.corpus)

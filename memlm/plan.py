@@ -7,8 +7,9 @@ from __future__ import annotations
 from fastcore.basics import patch
 
 # %% auto #0
-__all__ = ['Results', 'Plan', 'plan_module', 'paper_plan', 'named', 'park', 'run_log', 'plan_status', 'mean_sd', 'aggregate',
-           'paired_diff', 'row_metrics', 'run_lists', 'fmt_ms', 'matched_epochs', 'matched_epochs_plot']
+__all__ = ['Results', 'Plan', 'plan_module', 'paper_plan', 'named', 'park', 'run_log', 'plan_status', 'plan_progress', 'mean_sd',
+           'aggregate', 'paired_diff', 'row_metrics', 'run_lists', 'fmt_ms', 'fmt_change', 'render_findings',
+           'matched_epochs', 'matched_epochs_plot']
 
 # %% ../nbs/05c_plan.ipynb #80229721
 import json, math, multiprocessing as mp, os, re, shutil, statistics, time, traceback
@@ -393,6 +394,22 @@ def plan_status(paper: str, scale: str, seeds=(0, 1, 2), data_path: str | None =
     return ((markdown_table(rows, list(rows[0])) if rows else '_no runs_\n') + ''.join(f'\n{p}' for p in problems)
             + f"\n{paper} ({scale}): " + ', '.join(f'{v} {k}' for k, v in n.items()) + eta)
 
+# %% ../nbs/05c_plan.ipynb #36775b48
+def plan_progress(plan: Plan, res: Results | None = None) -> dict:
+    """How far `plan` is: `done` of its `total` runs (all parts, with what they extend or need) finished, in `res` or on disk;
+    `waiting`: part -> its runs not done (parts with none left out); `banner`: the line a report opens with ('' when all are done)."""
+    def done(s: Spec) -> bool:
+        if res is not None and res.done(s): return True
+        try: r = load_record(plan.dir(s))
+        except CorruptRecordError: return False
+        return bool(r) and r.get('status') == 'done'
+    specs = plan.specs()
+    ok = {s.folder for s in specs if done(s)}
+    waiting = {p: n for p in plan.parts if (n := sum(s.folder not in ok for s in plan.specs([p])))}
+    banner = (f"{len(ok)} of {len(specs)} runs of this plan are done; the missing rows wait for "
+              + ', '.join(f"{p} ({n} run{'s' if n != 1 else ''})" for p, n in waiting.items())) if waiting else ''
+    return dict(done=len(ok), total=len(specs), waiting=waiting, banner=banner)
+
 # %% ../nbs/05c_plan.ipynb #3a32e7e1
 def mean_sd(xs) -> tuple[float, float]:
     "Mean and sample standard deviation (0 for one value); with a non-finite value (a diverged run) the mean says so and the sd is NaN."
@@ -440,6 +457,37 @@ def fmt_ms(metrics: dict, key: str, digits: int = 1, unit: str = '') -> str:
     if n and n > 1: out = f'{num(v, digits)} ± {num(sd, digits)}{unit} ({n} seeds)'
     elif n == 1: out += ' (1 seed)'
     return out
+
+def fmt_change(metrics: dict, key: str, digits: int = 2, unit: str = ' %', words: tuple = ('lower', 'higher')) -> str:
+    """A signed change `<key>` of a record as words: '1.45 % higher (sd 0.22, 3 seeds)', its sign read as `words` (below zero,
+    else); '(not run)' when absent. `words=('higher', 'lower')` for a gain (a positive gain lowers perplexity)."""
+    v = metrics.get(key)
+    if v is None: return '(not run)'
+    sd, n = metrics.get(f'{key}_std'), metrics.get(f'{key}_n')
+    return f'{num(abs(v), digits)}{unit} {words[v >= 0]}' + (f' (sd {num(sd, digits)}, {n} seeds)' if n and n > 1 else ' (1 seed)' if n == 1 else '')
+
+# %% ../nbs/05c_plan.ipynb #6b1f51ca
+def render_findings(exp, says: dict, scale: str, kinds: tuple | None = None, rest: str | None = None) -> str:
+    """Findings as markdown, one bullet per result. `says`: record name (or `(name, claim-key prefix)`) -> `(label, template)`, where
+    `template(metrics, record)` gives a few sentences on the record's numbers; nested under each, the claims on that record (their key
+    starting with the prefix) as `memlm.claims.claim_lines` words and decides them (`kinds`: None, its default). A record not written
+    yet is left out; one that lacks a number its template reads says that not every run of it has finished (at smoke scale, where
+    every part runs, that is an error). `rest`: the label under which the claims no bullet showed come last."""
+    from memlm.claims import claim_verdicts, claim_lines
+    rows, shown, out = claim_verdicts(exp.paper), set(), []
+    def claims(sel: list) -> str:
+        shown.update(id(r) for r in sel)
+        return ''.join('\n  ' + l for l in claim_lines(exp.paper, rows=sel, **({} if kinds is None else dict(kinds=kinds))).splitlines())
+    for what, (label, say) in says.items():
+        name, prefix = what if isinstance(what, tuple) else (what, '')
+        if not (rec := exp.load(name)): continue
+        try: text = say(rec['metrics'], rec)
+        except KeyError:
+            if scale == 'smoke': raise
+            text = 'Not every run of it has finished.'
+        out.append(f'- **{label}** {text}' + claims([r for r in rows if r['result'] == name and r['key'].startswith(prefix)]))
+    if rest and (c := claims([r for r in rows if id(r) not in shown])): out.append(f'- **{rest}**' + c)
+    return '\n'.join(out) + '\n' if out else '_No records at this scale yet._\n'
 
 # %% ../nbs/05c_plan.ipynb #4ecb4027
 def matched_epochs(plan: 'Plan', a: list[Spec], b: list[Spec], key: str = 'val_ppl', relative: bool = True, stage: str = 'train') -> list[dict]:

@@ -533,7 +533,7 @@ def check_specs(S: SNBScale, train: TrainConfig, seeds: list[int]) -> tuple[list
 def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Plan:
     "The runs of every part at `scale` (its settings: `SCALES[scale]`)."
     S = SCALES[scale]
-    mos_seeds = seeds   # every scale: the issue asks for >= 3 seeds of the base and +SNB rows, MoS included
+    mos_seeds = seeds   # every scale: >= 3 seeds of the base and +SNB rows, MoS included
     cfgs = lm_configs(scale, 'ptb', data_path)
     lms = _lm_specs(cfgs, seeds, mos_seeds, carry=scale == 'cpu')   # cpu: their best weights travel with their records (dynamic evaluation)
     if scale == 'cpu':   # the base rows are the core's cpu AWD-LSTM runs and their dynamic evaluation: shared with 09_awd_lstm
