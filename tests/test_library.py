@@ -1,0 +1,31 @@
+"""The README's library script runs as written, against the installed package's front (`memlm.__all__`)."""
+import os, re, subprocess, sys
+from pathlib import Path
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _script() -> str:
+    m = re.search(r'## Use it as a library.*?```python\n(.*?)```', (ROOT/'README.md').read_text(), re.S)
+    assert m, 'README.md has no library script'
+    return m.group(1)
+
+
+def test_the_front_is_small_and_light():
+    "About 20 names, each defined; importing them loads none of the reports' or the cluster's dependencies."
+    code = ("import sys, memlm; assert len(memlm.__all__) <= 30 and all(hasattr(memlm, n) for n in memlm.__all__); "
+            "print(sorted({'scipy', 'matplotlib', 'seaborn', 'pandas', 'seqeval', 'submitit', 'papermill'} & set(sys.modules)))")
+    r = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and r.stdout.strip() == '[]', r.stdout + r.stderr
+
+
+@pytest.mark.skipif(not (os.environ.get('MEMLM_DATA') or (ROOT/'data'/'ptb').exists()), reason='PTB not here: set MEMLM_DATA')
+def test_the_readme_script_runs(tmp_path):
+    (tmp_path/'script.py').write_text(_script())
+    r = subprocess.run([sys.executable, 'script.py'], cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                       env={**os.environ, 'OMP_NUM_THREADS': '1'})
+    assert r.returncode == 0, r.stderr[-3000:]
+    lines = r.stdout.strip().splitlines()
+    assert [l.split(':')[0] for l in lines] == ['AWD-LSTM', '+ span buffer'], r.stdout
+    assert all('with dynamic evaluation' in l for l in lines)
