@@ -12,7 +12,7 @@ from .registry import SCALES, archived_runs, check_scale, results_dir, markdown_
 __all__ = ['EXCLUSIONS', 'PAPERS', 'MEMORIES', 'read_claims', 'declare_seeds', 'schedule', 'claim_verdicts', 'verdict_text',
            'paper_status', 'is_headline', 'headline', 'claim_lines', 'claims_forest', 'reading_order', 'paper_notebook',
            'paper_reports', 'scale_costs', 'cost_text', 'memory_rows', 'memory_table', 'write_results',
-           'unrecorded_claims']
+           'unrecorded_claims', 'render_findings']
 
 # %% ../nbs/05b_claims.ipynb #23eae526
 _CLAIM_COLUMNS = ('claim', 'paper_value', 'result', 'key', 'kind', 'expect', 'tol', 'n', 'n_basis', 'note')
@@ -526,3 +526,25 @@ def unrecorded_claims(paper: str, scale: str) -> list[str]:
         p = results_dir()/check_scale(scale)/paper/f"{c['result']}.json"
         if p.exists() and c['key'] not in json.loads(p.read_text()).get('metrics', {}): out.append(f"{c['claim']} ({c['result']}: {c['key']})")
     return out
+
+# %% ../nbs/05b_claims.ipynb #6b1f51ca
+def render_findings(exp, says: dict, scale: str, kinds: tuple | None = None, rest: str | None = None) -> str:
+    """Findings as markdown, one bullet per result. `says`: record name (or `(name, claim-key prefix)`) -> `(label, template)`, where
+    `template(metrics, record)` gives a few sentences on the record's numbers; nested under each, the claims on that record (their key
+    starting with the prefix) as `memlm.claims.claim_lines` words and decides them (`kinds`: None, its default). A record not written
+    yet is left out; one that lacks a number its template reads says that not every run of it has finished (at smoke scale, where
+    every part runs, that is an error). `rest`: the label under which the claims no bullet showed come last."""
+    rows, shown, out = claim_verdicts(exp.paper), set(), []
+    def claims(sel: list) -> str:
+        shown.update(id(r) for r in sel)
+        return ''.join('\n  ' + l for l in claim_lines(exp.paper, rows=sel, **({} if kinds is None else dict(kinds=kinds))).splitlines())
+    for what, (label, say) in says.items():
+        name, prefix = what if isinstance(what, tuple) else (what, '')
+        if not (rec := exp.load(name)): continue
+        try: text = say(rec['metrics'], rec)
+        except KeyError:
+            if scale == 'smoke': raise
+            text = 'Not every run of it has finished.'
+        out.append(f'- **{label}** {text}' + claims([r for r in rows if r['result'] == name and r['key'].startswith(prefix)]))
+    if rest and (c := claims([r for r in rows if id(r) not in shown])): out.append(f'- **{rest}**' + c)
+    return '\n'.join(out) + '\n' if out else '_No records at this scale yet._\n'

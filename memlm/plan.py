@@ -8,8 +8,8 @@ from fastcore.basics import patch
 
 # %% auto #0
 __all__ = ['Results', 'Plan', 'plan_module', 'paper_plan', 'named', 'park', 'run_log', 'plan_status', 'plan_progress', 'mean_sd',
-           'aggregate', 'paired_diff', 'row_metrics', 'run_lists', 'fmt_ms', 'fmt_change', 'render_findings',
-           'matched_epochs', 'matched_epochs_plot']
+           'aggregate', 'paired_diff', 'row_metrics', 'run_lists', 'fmt_ms', 'fmt_change', 'matched_epochs',
+           'matched_epochs_plot']
 
 # %% ../nbs/05c_plan.ipynb #80229721
 import json, math, multiprocessing as mp, os, re, shutil, statistics, time, traceback
@@ -465,29 +465,6 @@ def fmt_change(metrics: dict, key: str, digits: int = 2, unit: str = ' %', words
     if v is None: return '(not run)'
     sd, n = metrics.get(f'{key}_std'), metrics.get(f'{key}_n')
     return f'{num(abs(v), digits)}{unit} {words[v >= 0]}' + (f' (sd {num(sd, digits)}, {n} seeds)' if n and n > 1 else ' (1 seed)' if n == 1 else '')
-
-# %% ../nbs/05c_plan.ipynb #6b1f51ca
-def render_findings(exp, says: dict, scale: str, kinds: tuple | None = None, rest: str | None = None) -> str:
-    """Findings as markdown, one bullet per result. `says`: record name (or `(name, claim-key prefix)`) -> `(label, template)`, where
-    `template(metrics, record)` gives a few sentences on the record's numbers; nested under each, the claims on that record (their key
-    starting with the prefix) as `memlm.claims.claim_lines` words and decides them (`kinds`: None, its default). A record not written
-    yet is left out; one that lacks a number its template reads says that not every run of it has finished (at smoke scale, where
-    every part runs, that is an error). `rest`: the label under which the claims no bullet showed come last."""
-    from memlm.claims import claim_verdicts, claim_lines
-    rows, shown, out = claim_verdicts(exp.paper), set(), []
-    def claims(sel: list) -> str:
-        shown.update(id(r) for r in sel)
-        return ''.join('\n  ' + l for l in claim_lines(exp.paper, rows=sel, **({} if kinds is None else dict(kinds=kinds))).splitlines())
-    for what, (label, say) in says.items():
-        name, prefix = what if isinstance(what, tuple) else (what, '')
-        if not (rec := exp.load(name)): continue
-        try: text = say(rec['metrics'], rec)
-        except KeyError:
-            if scale == 'smoke': raise
-            text = 'Not every run of it has finished.'
-        out.append(f'- **{label}** {text}' + claims([r for r in rows if r['result'] == name and r['key'].startswith(prefix)]))
-    if rest and (c := claims([r for r in rows if id(r) not in shown])): out.append(f'- **{rest}**' + c)
-    return '\n'.join(out) + '\n' if out else '_No records at this scale yet._\n'
 
 # %% ../nbs/05c_plan.ipynb #4ecb4027
 def matched_epochs(plan: 'Plan', a: list[Spec], b: list[Spec], key: str = 'val_ppl', relative: bool = True, stage: str = 'train') -> list[dict]:
