@@ -18,8 +18,8 @@ from tqdm import tqdm
 # %% auto #0
 __all__ = ['EOS', 'UNK', 'SPLITS', 'SOURCES', 'IMDB_URL', 'repo_root', 'data_dir', 'Vocab', 'is_heading', 'split_articles',
            'encode_file', 'Corpus', 'Source', 'sources_table', 'ChecksumError', 'DataNotFoundError', 'sha256sum',
-           'verify_file', 'download', 'extract', 'ensure_corpus', 'has_corpus', 'load_corpus', 'batchify',
-           'bptt_batches']
+           'verify_file', 'download', 'extract', 'ensure_corpus', 'corpus_folder', 'has_corpus', 'load_corpus',
+           'batchify', 'bptt_batches']
 
 # %% ../nbs/00_data.ipynb #a99dd96a
 def repo_root() -> Path:
@@ -29,10 +29,11 @@ def repo_root() -> Path:
 
 def data_dir(path=None, # explicit folder; wins over `$MEMLM_DATA`
             ) -> Path:
-    "The data folder: `path`, else `$MEMLM_DATA`, else `<repo>/data`."
+    "The data folder: `path`, else `$MEMLM_DATA`, else `<repo>/data` in a checkout, else the user's cache (`~/.cache/memlm/data`) for an installed package."
     if path is not None: return Path(path).expanduser()
     if os.environ.get('MEMLM_DATA'): return Path(os.environ['MEMLM_DATA']).expanduser()
-    return repo_root()/'data'
+    if (repo_root()/'settings.ini').exists(): return repo_root()/'data'
+    return Path(os.environ.get('XDG_CACHE_HOME') or Path.home()/'.cache')/'memlm'/'data'
 
 # %% ../nbs/00_data.ipynb #2abb8d32
 EOS, UNK = '<eos>', '<unk>'
@@ -259,7 +260,7 @@ def ensure_corpus(name, # a key of `SOURCES`
     "The folder holding data set `name`, with its files present (fetched if missing) and verified."
     if name not in SOURCES: raise ValueError(f'unknown data set {name!r}; known: {", ".join(SOURCES)}')
     src = SOURCES[name]
-    folder = data_dir(path)/src.folder
+    folder = corpus_folder(name, path)
     missing = [n for n in src.files if not (folder/n).is_file()]
     if missing: _fetch(name, src, folder, missing, verify)
     if verify:
@@ -268,10 +269,15 @@ def ensure_corpus(name, # a key of `SOURCES`
     return folder
 
 # %% ../nbs/00_data.ipynb #a9d2ea91
+def corpus_folder(name, path=None) -> Path:
+    "Where data set `name` lives: `<data folder>/<its folder>`, or `path` itself when `path` is that folder (it holds the files)."
+    src, base = SOURCES[name], data_dir(path)
+    if path is not None and not (base/src.folder).is_dir() and all((base/n).is_file() for n in src.files): return base
+    return base/src.folder
+
 def has_corpus(name, path=None) -> bool:
     "Whether all files of data set `name` are present (not verified) in the data folder."
-    src = SOURCES[name]
-    return all((data_dir(path)/src.folder/n).is_file() for n in src.files)
+    return all((corpus_folder(name, path)/n).is_file() for n in SOURCES[name].files)
 
 # %% ../nbs/00_data.ipynb #6190ce7e
 def load_corpus(name, # 'ptb', 'wikitext-2' or 'wikitext-103'
@@ -280,7 +286,8 @@ def load_corpus(name, # 'ptb', 'wikitext-2' or 'wikitext-103'
                ) -> Corpus:
     "Read a word-level LM corpus: vocabulary from train, `<eos>` per line, WikiText article starts."
     if name not in ('ptb', 'wikitext-2', 'wikitext-103'):
-        raise ValueError(f'{name!r} is not a language-modelling corpus' + (' on disk: it is generated (memlm.corpora.lm_corpus)' if name == 'synthetic' else ''))
+        raise ValueError(f'{name!r} is not a language-modelling corpus' + (' on disk: it is generated (memlm.corpora.lm_corpus)' if name == 'synthetic' else
+                                                                          "; valid: 'ptb', 'wikitext-2', 'wikitext-103'"))
     folder = ensure_corpus(name, path, verify)
     stoi, data, arts = {}, {}, {}
     for split, fname in zip(SPLITS, SOURCES[name].files):
