@@ -45,7 +45,8 @@ class TrainConfig:
     lr_milestones: tuple = field(default=(), metadata={'key': 'if_set'})  # a fixed schedule: divide by lr_decay after each of these epochs (1-based); no other rule may be set
     keep_epochs: tuple = field(default=(), metadata={'key': False})  # also keep the checkpoints after these epochs (`epoch<N>/`): schedules branch from them
     partial_shuffle: bool = False    # Press 2019: rotate every stream by a random offset each epoch
-    seed: int = 0                    # seeds dropout, batch order and BPTT lengths
+    seed: int = 0                    # `fit` started afresh seeds Python's, numpy's and torch's global generators with it (dropout,
+                                     # batch order, BPTT lengths); the initial weights are drawn before, when the model is built
     log_interval: int = field(default=50, metadata={'key': False})  # steps between progress-bar updates (and NaN checks)
     max_steps_per_epoch: int | None = None  # cap the steps of an epoch (smoke runs)
     eval_batch_size: int = 10        # validation batch size
@@ -401,7 +402,9 @@ def fit(model,                           # the model to train (on its device)
         make_optimizer: Callable = make_optimizer,  # make_optimizer(params, cfg) -> Optimizer
         deadline: float | None = None,   # wall-clock `time.time()` to stop at, checkpointed (needs ckpt_dir): `TimeLimitReached`
        ) -> list[dict]:
-    "Train `model` on `task` as `cfg` says; returns the per-epoch metrics."
+    """Train `model` on `task` as `cfg` says; returns the per-epoch metrics. A fresh start seeds the global generators (`random`,
+    numpy, torch) with `cfg.seed`; a resumed one restores them from its checkpoint. The model's initial weights are not `fit`'s:
+    seed before building the model."""
     if deadline is not None and ckpt_dir is None: raise ValueError('a deadline needs a ckpt_dir to save the interrupted run in')
     run, task_state = start_run(model, task, cfg, ckpt_dir, make_optimizer)
     with _Signals(ckpt_dir is not None) as signals:
