@@ -23,7 +23,9 @@ __all__ = ['TrainConfig', 'make_optimizer', 'epoch_generator', 'save_checkpoint'
 # %% ../nbs/03_train.ipynb #ebd7d26a
 @dataclass
 class TrainConfig:
-    "Everything `fit` needs to know; defaults follow AWD-LSTM (Merity et al. 2017) on PTB."
+    """Everything `fit` needs to know. The optimiser, lr, weight decay, clipping and BPTT defaults are AWD-LSTM's (Merity et al.
+    2017) on PTB; its regularisers and averaging are off by default (`alpha=2, beta=1, nt_asgd=True` turn them on, as the core's
+    recipes do), so that a plain model trains plainly."""
     optimizer: str = 'sgd'           # 'sgd' (no momentum, as AWD-LSTM and Zaremba et al.) | 'adam'
     lr: float = 30.                  # learning rate (AWD-LSTM SGD: 30; Zaremba: 1; Adam: 1e-3)
     weight_decay: float = 1.2e-6     # L2 penalty handled by the optimizer
