@@ -7,12 +7,14 @@ from __future__ import annotations
 
 # %% auto #0
 __all__ = ['METHODS', 'ADAM', 'AWD_SGD', 'SCALES', 'PARTS', 'META_VARIANTS', 'INITS', 'PILOT_LRS', 'STREAMS', 'STREAM_PILOT_LRS',
-           'META_BUDGET', 'LEARNERS', 'PTB_LEARNERS', 'LEARN_READINGS', 'LEARN_READING_KEYS', 'COMPARISONS',
-           'FIG2_PAIRS', 'FIG2_DIFFS', 'CorpusExp', 'corpus_splits', 'LMExp', 'train_lm', 'trained_lm', 'full_corpus',
-           'CoreLMExp', 'core_lm', 'LMRef', 'load_lm', 'PrepExp', 'prepare', 'MethodExp', 'run_method',
-           'seed_free_start', 'step0_from_sibling', 'running_gap', 'NumericsExp', 'numerics', 'SpeedExp', 'eval_speed',
-           'MetaDynScale', 'wt2_lm_config', 'method_specs', 'choose_budget', 'learner_name', 'learning_specs',
-           'make_plan', 'learning_summary', 'comparison', 'panel_losses', 'fig2_learning', 'fig2_data', 'fig2_record']
+           'STREAM_BUDGET', 'STREAM_STARTS', 'STREAM_LEARNERS', 'META_BUDGET', 'LEARNERS', 'PTB_LEARNERS',
+           'LEARN_READINGS', 'LEARN_READING_KEYS', 'COMPARISONS', 'FIG2_PAIRS', 'FIG2_DIFFS', 'CorpusExp',
+           'corpus_splits', 'LMExp', 'train_lm', 'trained_lm', 'full_corpus', 'CoreLMExp', 'core_lm', 'LMRef',
+           'load_lm', 'PrepExp', 'prepare', 'MethodExp', 'run_method', 'seed_free_start', 'step0_from_sibling',
+           'running_gap', 'NumericsExp', 'numerics', 'SpeedExp', 'eval_speed', 'MetaDynScale', 'wt2_lm_config',
+           'method_specs', 'stream_learner_name', 'choose_budget', 'learner_name', 'learning_specs', 'make_plan',
+           'learning_summary', 'stream_learning_summary', 'comparison', 'panel_losses', 'fig2_learning', 'fig2_data',
+           'fig2_record']
 
 # %% ../nbs/13b_meta_dynamic_runs.ipynb #e85b096e
 import functools, json, math, shutil, time
@@ -484,7 +486,7 @@ SCALES = {
                           wt2_epochs=750, wt2_finetune_epochs=750, ptb_test_tokens=None, meta_steps=100, pilot_steps=1000, eval_every=50)}
 
 # %% ../nbs/13b_meta_dynamic_runs.ipynb #286a38ee
-PARTS = ('ptb', 'wt2', 'fig2', 'performance', 'pilot', 'pilot_streams', 'learning', 'learning_ptb', 'speed')
+PARTS = ('ptb', 'wt2', 'fig2', 'performance', 'pilot', 'pilot_streams', 'learning', 'learning_ptb', 'learning_streams', 'speed')
 META_VARIANTS = {'meta1': MetaConfig(levels=1), 'meta2': MetaConfig(levels=2), 'meta3': MetaConfig(levels=3),
                  'meta3_mlp': MetaConfig(levels=3, hidden=4)}
 
@@ -521,6 +523,12 @@ INITS = ('rms', 'neutral')       # where a learner starts: Krause's tuned rule, 
 PILOT_LRS = (1e-3, 1e-2)         # the pilot's meta learning rates (constant), one learning curve each
 STREAMS = 8                      # streams per meta-step of the stream pilot (smoke: 2): the meta-gradient is their mean
 STREAM_PILOT_LRS = (1e-3, 3e-3, 1e-2)   # the stream pilot's meta learning rates: one pass over the meta-training half each
+STREAM_BUDGET: dict = {'smoke': dict(steps=2, lr=1e-2)}   # per scale, {'steps', 'lr'} read off that scale's stream pilot by `choose_budget`,
+                                 # then fixed before any learner below runs (smoke's: a stand-in that exercises the runs)
+STREAM_STARTS = {'neutral': dict(init='neutral'), 'rms': dict(init='rms'),              # where each learner starts: uniform SGD with decay,
+                 'rms_x0.25': dict(init='rms', lr_scale=0.25), 'rms_x4': dict(init='rms', lr_scale=4.)}   # tuned RMS, and RMS mistuned
+STREAM_LEARNERS = tuple((lv, start) for lv in (3, 1) for start in STREAM_STARTS)   # the 3-level learner first, then the 1-level
+def stream_learner_name(levels: int, start: str) -> str: return f'slearn{levels}_{start}'   # its runs' name (after the tag)
 META_BUDGET: dict = {'cpu': dict(steps=25, lr=1e-3),     # per scale, {'steps': .., 'lr': ..} read off that scale's pilot curves by
                      'smoke': dict(steps=4, lr=1e-2)}     # `choose_budget`, then fixed (a scale without one: no learner runs yet);
                                                           # smoke's is a stand-in that exercises the learning runs, not read off its pilot
@@ -559,8 +567,14 @@ def learning_specs(tag: str, lm: Spec, ref: LMRef, scale: str, prep: Spec, seeds
                                                meta=MetaConfig(levels=levels, init=init, closed_bias=closed_bias, hidden=hidden, ewc_step=ewc_step),
                                                rms_run=(rms if levels == 3 else rms_free).folder, copy_lam=rms.cfg.dyn.lam if levels == 2 else None)
     out['pilot'] = [run(f'pilot_lr{lr:g}', meta(3, 'rms', replace(mt, steps=S.pilot_steps, lr=lr)), seeds[0], rms) for lr in PILOT_LRS]
-    smt = replace(mt, passes=1., streams=pick(scale, smoke=2, default=STREAMS), eval_every=pick(scale, smoke=1, default=5))
+    smt = replace(mt, passes=pick(scale, smoke=0.2, default=1.), streams=pick(scale, smoke=2, default=STREAMS), eval_every=pick(scale, smoke=2, default=5))
     out['pilot_streams'] = [run(f'spilot_lr{lr:g}', meta(3, 'rms', replace(smt, lr=lr)), seeds[0], rms) for lr in STREAM_PILOT_LRS]
+    sb = STREAM_BUDGET.get(scale)   # every learner at the stream pilot's budget, on a cosine schedule, from each start, at every seed
+    slearn = lambda lv, start, s: run(stream_learner_name(lv, start), replace(
+        meta(lv, STREAM_STARTS[start]['init'], replace(smt, passes=0., steps=sb['steps'], lr=sb['lr'], lr_schedule='cosine')),
+        meta=replace(meta(lv, 'rms', mt).meta, **STREAM_STARTS[start])), s, rms if lv == 3 else rms_free)
+    out['learn_streams'] = [] if sb is None else [slearn(lv, start, s) for lv, start in STREAM_LEARNERS
+                                                  for s in (seeds[:1] if scale == 'smoke' else seeds)]
     budget = META_BUDGET.get(scale)
     learn = lambda name, s, levels, init, hidden, **kw: run(name, replace(meta(levels, init, replace(mt, steps=budget['steps'], lr=budget['lr'], lr_schedule='cosine'),
                                                                                hidden, **kw), save_segments=fig2), s, rms if levels == 3 else rms_free)
@@ -592,7 +606,9 @@ def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Pla
             if tag == 'wt2': parts['fig2'] += [ms[m] for m in ('static', 'meta1', 'meta2', 'meta3')]
             if seed == seeds[0]:   # meta-learning: one LM, the learners meta-trained at every seed (the pilot on WikiText-2)
                 ls = learning_specs(tag, lm, ref, scale, ms['prep'], list(S.learn_seeds), LEARNERS if tag == 'wt2' else PTB_LEARNERS)
-                if tag == 'wt2': parts['pilot'] += [ls['rms'], *ls['pilot']]; parts['pilot_streams'] += [ls['rms'], *ls['pilot_streams']]
+                if tag == 'wt2':
+                    parts['pilot'] += [ls['rms'], *ls['pilot']]; parts['pilot_streams'] += [ls['rms'], *ls['pilot_streams']]
+                    parts['learning_streams'] += [lm, ms['prep'], ls['static'], ls['rms'], ls['rms_free']] + ls['learn_streams']
                 parts['learning' if tag == 'wt2' else 'learning_ptb'] += [lm, ms['prep'], ls['static'], ls['rms']] + \
                     ([ls['rms_free']] if tag == 'wt2' else []) + ls['learn'] + ([ls['numerics']] if 'numerics' in ls else [])
     sp = SpeedExp(corpus=S.speed_corpus, model=S.speed_model, tokens=S.speed_tokens, stats_tokens=S.speed_stats_tokens,
@@ -632,6 +648,26 @@ def learning_summary(runs: dict, tag: str = 'wt2') -> dict:
         if 'over' in r: out |= gain(f"{name}_minus_{r['over']}", name, r['over'])
         if 'under' in r: out |= gain(f"{r['under']}_minus_{name}", r['under'], name)
     return out | paired_diff('mlp_vs_linear_pct', runs.get(f'{tag}_learn3mlp_rms', {}), runs.get(f'{tag}_learn3_rms', {}), 'test_ppl', relative=True)
+
+# %% ../nbs/13b_meta_dynamic_runs.ipynb #ef25b19d
+def stream_learning_summary(runs: dict, tag: str = 'wt2') -> dict:
+    "Record metrics of the stream learners (`STREAM_LEARNERS`) from `{run name: {seed: metrics}}` (`Results.by_seed`)."
+    out = {}
+    for lv, start in STREAM_LEARNERS:
+        name, rs = stream_learner_name(lv, start), runs.get(f'{tag}_{stream_learner_name(lv, start)}', {})
+        if not rs: continue
+        ref = runs.get(f'{tag}_h_rms' if lv == 3 else f'{tag}_h_rms_free', {}).get(0)
+        ms = list(rs.values())
+        out |= row_metrics(name, ms, [k for k in ('test_ppl', 'init_test_ppl', 'val_ppl', 'init_val_ppl', 'max_abs_param') if all(k in m for m in ms)])
+        scale = STREAM_STARTS[start].get('lr_scale', 1.)
+        per = [dict(minus_init_test_pct=100 * (m['test_ppl'] / m['init_test_ppl'] - 1), minus_init_val_pct=100 * (m['val_ppl'] / m['init_val_ppl'] - 1),
+                    **({'vs_rms_pct': 100 * (m['test_ppl'] / ref['test_ppl'] - 1)} if ref else {}),
+                    **({'abs_log_rate_start': abs(math.log(scale)), 'abs_log_rate': abs(math.log(scale) + m['learned']['bias'][0])}
+                       if scale != 1 and 'learned' in m else {})) for m in ms]
+        out |= row_metrics(name, per)
+        if per and 'abs_log_rate' in per[0]:   # whether the mistuned rate came nearer the tuned one, on every seed
+            out[f'{name}/rate_nearer_all_seeds'] = float(all(p['abs_log_rate'] < p['abs_log_rate_start'] for p in per))
+    return out
 
 # %% ../nbs/13b_meta_dynamic_runs.ipynb #56493a62
 def comparison(runs: dict, tag: str) -> dict:
