@@ -14,7 +14,7 @@ __all__ = ['CONTROLS', 'PARTS', 'SCREEN_ETAS', 'FORM_ETAS', 'READING', 'CLIP_EXT
            'ThroughputExp', 'snb_throughput', 'screen_train', 'screen_specs', 'form_specs', 'screen_last_ppl',
            'choose_form_etas', 'lag_readings', 'lag_screen_specs', 'choose_lag_screen', 'lag_full_specs',
            'choose_lag_full', 'synth_diagnostics', 'recall_variants', 'SNBScale', 'lm_configs', 'check_specs',
-           'make_plan', 'metrics_of', 'named', 'per_seed', 'paired', 'lm_table', 'table3']
+           'make_plan', 'metrics_of', 'named', 'per_seed', 'paired', 'lm_table', 'table3', 'matched_reading']
 
 # %% ../nbs/10a_span_buffer_runs.ipynb #33a30e10
 import copy, functools, json, math
@@ -646,3 +646,24 @@ def table3(res, full_specs, abl_specs, paper=None):
                          paper_change_pct=paper.get(('table3', f'{s.name}_pct')), pou_pct=f"{m[f'{s.name}/pou_pct']:.1f}",
                          its_rnn_only=f"{a['test_ppl_rnn']:.2f}"))
     return m, rows
+
+# %% ../nbs/10a_span_buffer_runs.ipynb #ab06c9aa
+import warnings
+def matched_reading(h: list[dict],           # the per-epoch log of a run that trained part of its schedule
+                    ref: list[dict],         # the log of the run it changes one thing of (the same fixed schedule)
+                    repeat: list[dict] | None = None,   # a repeat training of the reference (its configuration and seed), if there is one
+                    keys=('val_ppl', 'val_gate_margin', 'val_pou')) -> dict:
+    """`h` against `ref` at the last epoch both logged, where both trained the same epochs at the same learning rates (a fixed
+    schedule: nothing else is compared), and `repeat` at that epoch: how far a repeat training of the reference moves, the
+    yardstick for a one-seed change (its keys `twin_*`). {} when they share no epoch or their learning rates part before it."""
+    at = lambda log, e: next((x for x in log if x['epoch'] == e), None)
+    if not h or not ref: return {}
+    e = min(h[-1]['epoch'], ref[-1]['epoch'])
+    if (a := at(h, e)) is None or (b := at(ref, e)) is None: return {}
+    if any((x := at(h, i)) is None or (y := at(ref, i)) is None or x.get('lr') != y.get('lr') for i in range(1, e + 1)):
+        warnings.warn(f'the two runs do not train epochs 1-{e} at the same learning rates: no matched reading'); return {}
+    out = dict(matched_epoch=e, epochs=h[-1]['epoch']) | {k: a[k] for k in keys if k in a} | {f'ref_{k}': b[k] for k in keys if k in b}
+    out['val_change_pct'] = 100 * (a['val_ppl'] / b['val_ppl'] - 1)
+    if repeat and (t := at(repeat, e)) is not None:
+        out |= dict(twin_val_ppl=t['val_ppl'], twin_val_change_pct=100 * (t['val_ppl'] / b['val_ppl'] - 1))
+    return out
