@@ -22,7 +22,7 @@ __all__ = ['GPU_BUDGET_S', 'GPU_ARM_FACTOR', 'GPU_CANDIDATES', 'GPU_MODEL', 'PLA
            'CPU_DECAY_AT', 'CPU_TAIL', 'AWDExp', 'train_awd', 'trained_awd', 'DynEvalExp', 'dyneval_awd',
            'ThroughputExp', 'awd_throughput', 'PackExp', 'pack_timing', 'choose_gpu_model', 'pack_specs',
            'recorded_gpu_epochs', 'CoreScale', 'scale_table', 'fixed_schedule', 'choose_schedule', 'schedule_specs',
-           'awd_configs', 'make_plan']
+           'awd_configs', 'make_plan', 'test_spread']
 
 # %% ../nbs/09_awd_lstm.ipynb #86d0011f
 @dataclass
@@ -294,3 +294,16 @@ def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Pla
     adaptive = [replace(s, label=f'adaptive_{s.name}') for s in sum(_lm_and_dyneval(old, seeds, did, stats_cap, {}), [])] if old != lm else []
     return Plan('awd_lstm', scale, {'lm': lms, 'dynamic_eval': dyn, 'throughput': [Spec(awd_throughput, tp, seeds[0], name='throughput')],
                                     'schedule': sched, 'adaptive': adaptive, 'gpu_fit': pack_specs(scale, seeds[0])})
+
+# %% ../nbs/09_awd_lstm.ipynb #d76c96a9
+from .plan import mean_sd
+
+def test_spread(runs, specs) -> dict:
+    "Test perplexity per seed of the finished runs in `specs` (one arm), with mean, sd, sd as % of the mean and its 95 % interval (None below 2 seeds)."
+    from memlm.stats import sd_interval
+    ppl = {s.seed: runs[s]['metrics']['test_ppl'] for s in specs if runs.done(s)}
+    mu, sd = mean_sd(ppl.values())
+    sd = sd if len(ppl) > 1 else None
+    ci = sd_interval(100 * sd / mu, len(ppl)) if sd is not None else None
+    return dict(per_seed=ppl, n=len(ppl), mean=mu if ppl else None, sd=sd, sd_pct=100 * sd / mu if sd is not None else None,
+                sd_pct_lo=ci and ci[0], sd_pct_hi=ci and ci[1])

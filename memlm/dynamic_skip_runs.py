@@ -11,7 +11,8 @@ __all__ = ['NUMBER_ROWS', 'AUTHORS_RL', 'PREPOSITIONS', 'GLOVE_URL', 'NER_PILOT_
            'Fig4Exp', 'fig4_grad_norms', 'PTBExp', 'ptb_model', 'train_ptb', 'trained_ptb', 'skip_arcs', 'Fig6Exp',
            'fig6_skips', 'NERExp', 'load_glove', 'conll_data', 'sgd_momentum', 'train_ner', 'choose_ner_epochs',
            'last_gain', 'still_improving', 'lr_floor_epochs', 'IMDBExp', 'imdb_root', 'imdb_data', 'imdb_splits',
-           'train_imdb', 'ThroughputExp', 'skip_throughput', 'DynamicSkipScale', 'missing_data', 'make_plan']
+           'train_imdb', 'ThroughputExp', 'skip_throughput', 'DynamicSkipScale', 'missing_data', 'make_plan', 'by_row',
+           'row_of', 'stop_summary', 'rows_record', 'delta_record', 'long_record', 'fig4_record']
 
 # %% ../nbs/14a_dynamic_skip_runs.ipynb #5ef6d3e9
 import functools, math, re, tempfile
@@ -545,3 +546,58 @@ def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Pla
     fig6 = Spec(fig6_skips, Fig6Exp(lm=lm6.cfg, lm_run=lm6.folder), lm6.seed, name='fig6_skips', data_id=ptb_id, needs=(lm6,))
     parts['figures'] = [fig4, *fig5, fig6]
     return Plan('dynamic_skip', scale, {p: parts[p] for p in PARTS})
+
+# %% ../nbs/14a_dynamic_skip_runs.ipynb #331e87cf
+from .plan import paired_diff, row_metrics
+
+def by_row(specs, prefix: str) -> dict:
+    "Runs grouped by table row: the run name without `prefix` (runs named otherwise left out)."
+    out = {}
+    for s in specs:
+        if s.name.startswith(prefix): out.setdefault(s.name[len(prefix):], []).append(s)
+    return out
+
+def row_of(cfg) -> str:
+    "The Table 5 row of a number-prediction config."
+    return next(r for r, kl in NUMBER_ROWS.items() if kl == (cfg.kind, cfg.lam))
+
+def stop_summary(reasons) -> str:
+    "'cap (still improving) ×2, patience' from the stop reasons of a row's runs."
+    return ', '.join(f'{r} ×{n}' if n > 1 else str(r) for r, n in Counter(reasons).items())
+
+# %% ../nbs/14a_dynamic_skip_runs.ipynb #1ed81113
+def rows_record(res, groups: dict, prefix: str = '') -> dict:
+    "Per row: mean/sd/n of every metric over its finished runs; the range of epochs trained and of best epochs, the cap, why they stopped."
+    out = {}
+    for row, specs in groups.items():
+        recs = [res[s] for s in specs if res.done(s)]
+        if not recs: continue
+        k = prefix + row
+        out |= row_metrics(k, [r['metrics'] for r in recs])
+        for what in ('epochs', 'best_epoch'):
+            v = [r[what] for r in recs if r.get(what) is not None]
+            if v: out |= {f'{k}/{what}_min': min(v), f'{k}/{what}_max': max(v)}
+        out[f'{k}/epoch_cap'] = max(st['epoch_cap'] for r in recs for st in r['stages'])
+        out[f'{k}/stopped'] = stop_summary(r['stop_reason'] for r in recs)
+    return out
+
+def delta_record(res, groups: dict, base: str, key: str, prefix: str = '', relative: bool = False) -> dict:
+    """`<row>_minus_<base>/<key>`: mean, sd and n of the per-seed differences to row `base` over the seeds both finished;
+    `relative`: `<row>_vs_<base>/<key>_pct`, 100 (row / base − 1)."""
+    b, out = res.seeds(groups.get(base, [])), {}
+    name = (lambda row: f'{prefix}{row}_vs_{base}/{key}_pct') if relative else (lambda row: f'{prefix}{row}_minus_{base}/{key}')
+    for row, specs in groups.items():
+        if row != base: out |= paired_diff(name(row), res.seeds(specs), b, key, relative=relative)
+    return out
+
+# %% ../nbs/14a_dynamic_skip_runs.ipynb #9cb97372
+def long_record(res, specs) -> dict:
+    "The record of the runs continued to the long budget (one run per Table 5 row): each row's metrics and its difference to the LSTM's test accuracy."
+    g = {row_of(s.cfg): [s] for s in specs}
+    return rows_record(res, g) | delta_record(res, g, 'lstm', 'test_acc')
+
+# %% ../nbs/14a_dynamic_skip_runs.ipynb #d46ae200
+def fig4_record(m: dict, rows: list, base: str = 'lstm') -> dict:
+    "The gradient-norm record plus `<row>_over_<base>/t<t>`: the ratio of each model's normalised norm to the base's."
+    T = max(int(k.rsplit('/t', 1)[1]) for k in m if k.startswith(f'{base}/t'))
+    return m | {f'{r}_over_{base}/t{t}': m[f'{r}/t{t}'] / m[f'{base}/t{t}'] for r in rows if r != base for t in range(1, T + 1)}

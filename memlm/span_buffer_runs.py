@@ -8,12 +8,13 @@ from __future__ import annotations
 # %% auto #0
 __all__ = ['CONTROLS', 'PARTS', 'SCREEN_ETAS', 'FORM_ETAS', 'READING', 'CLIP_EXTRA', 'LAG_READINGS', 'LAG_SCREEN_BEST',
            'LAG_FULL', 'CPU_ETA', 'ETA_READINGS', 'SYNTH_DIAGNOSTICS', 'RECALL_VARIANTS', 'LM_TRAIN', 'SMOKE_TRAIN',
-           'AWD_TRAIN', 'MOS_TRAIN', 'CHECK_TRAIN', 'CHECKS', 'CHECK_ARMS', 'SCALES', 'SynthConfig', 'RecallConfig',
-           'lm_corpus', 'SNBExp', 'build_lm', 'train_lm', 'trained_lm', 'DynEvalExp', 'dyneval_lm', 'SnapshotExp',
-           'snapshot_lm', 'ControlsExp', 'snb_controls_lm', 'MixtureFloorLM', 'WholeMixtureLM', 'ThroughputExp',
-           'snb_throughput', 'screen_train', 'screen_specs', 'form_specs', 'screen_last_ppl', 'choose_form_etas',
-           'lag_readings', 'lag_screen_specs', 'choose_lag_screen', 'lag_full_specs', 'choose_lag_full',
-           'synth_diagnostics', 'recall_variants', 'SNBScale', 'lm_configs', 'check_specs', 'make_plan']
+           'AWD_TRAIN', 'MOS_TRAIN', 'CHECK_TRAIN', 'CHECKS', 'CHECK_ARMS', 'SCALES', 'LABELS', 'SynthConfig',
+           'RecallConfig', 'lm_corpus', 'SNBExp', 'build_lm', 'train_lm', 'trained_lm', 'DynEvalExp', 'dyneval_lm',
+           'SnapshotExp', 'snapshot_lm', 'ControlsExp', 'snb_controls_lm', 'MixtureFloorLM', 'WholeMixtureLM',
+           'ThroughputExp', 'snb_throughput', 'screen_train', 'screen_specs', 'form_specs', 'screen_last_ppl',
+           'choose_form_etas', 'lag_readings', 'lag_screen_specs', 'choose_lag_screen', 'lag_full_specs',
+           'choose_lag_full', 'synth_diagnostics', 'recall_variants', 'SNBScale', 'lm_configs', 'check_specs',
+           'make_plan', 'metrics_of', 'named', 'per_seed', 'paired', 'lm_table', 'table3', 'matched_reading']
 
 # %% ../nbs/10a_span_buffer_runs.ipynb #33a30e10
 import copy, functools, json, math
@@ -571,3 +572,98 @@ def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Pla
     # the MoS rows are a comparison of their own: a campaign may train them on a GPU though the AWD-LSTM rows of a seed trained on the CPU
     plan.pair_groups = {s.name: 'wt2_mos' if s.name.startswith('wt2_') else 'mos' for s in plan.specs(['lm', 'dynamic_eval', 'wt2']) if 'mos' in s.name}
     return plan
+
+# %% ../nbs/10a_span_buffer_runs.ipynb #e5a34e96
+from .plan import fmt_ms, mean_sd, paired_diff
+
+def metrics_of(res, spec):
+    "The metrics of a finished run, or None."
+    return res[spec]['metrics'] if res.done(spec) else None
+
+def named(specs, row): return [s for s in specs if s.row == row]
+
+def per_seed(res, specs, key):
+    "{seed: metric} over the finished runs among `specs`."
+    out = {}
+    for s in specs:
+        m = metrics_of(res, s)
+        if m is not None and key in m: out[s.seed] = m[key]
+    return out
+
+def paired(res, a, b, key, name, pct=True):
+    "Record fields `name`, `name_std`, `name_n`: 100·(b/a − 1) (or b − a) of `key`, per seed where both ran (`paired_diff` of `b` against `a`)."
+    A, B = per_seed(res, a, key), per_seed(res, b, key)
+    return paired_diff(name, {s: {key: B[s]} for s in A if s in B}, {s: {key: A[s]} for s in A}, key, relative=pct)
+
+# %% ../nbs/10a_span_buffer_runs.ipynb #5b3fb794
+LABELS = {'awd': 'AWD-LSTM', 'awd_snb': 'AWD-LSTM + SNB', 'mos': 'AWD-LSTM + MoS', 'mos_snb': 'AWD-LSTM + MoS + SNB'}
+
+def lm_table(res, specs, paper, result, prefix=''):
+    "The aggregated record of a Table 1/2 part and its rows."
+    m = res.table_metrics([s for s in specs if res.done(s)])
+    for base in ('awd', 'mos'):
+        for split in ('val', 'test'):
+            m |= paired(res, named(specs, prefix + base), named(specs, prefix + base + '_snb'), f'{split}_ppl', f'snb_vs_{base}_{split}_pct')
+    rows = []
+    for k, label in LABELS.items():
+        n = prefix + k
+        if f'{n}/test_ppl' not in m: continue
+        rows.append(dict(model=label, params=f"{m[f'{n}/params'] / 1e6:.2f}M", epochs=fmt_ms(m, f'{n}/epochs', 1),
+                         val=fmt_ms(m, f'{n}/val_ppl', 2), test=fmt_ms(m, f'{n}/test_ppl', 2),
+                         test_change_pct=fmt_ms(m, f"snb_vs_{k.split('_')[0]}_test_pct", 2) if k.endswith('snb') else '',
+                         paper_change_pct=paper.get((result, f"snb_vs_{k.split('_')[0]}_test_pct")) if k.endswith('snb') else None))
+    return m, rows
+
+# %% ../nbs/10a_span_buffer_runs.ipynb #d6df0b94
+def table3(res, full_specs, abl_specs, paper=None):
+    "Table 3's record: test ppl of every row and its change (%) from the full model (and the paper's change, from `paper`)."
+    m, rows, paper = {}, [], paper or {}
+    evals = {'rnn_only': ('test_ppl_rnn', 'using only sequential RNN'), 'buffer_only': ('test_ppl_buffer', 'using only the neural buffer'),
+             'oracle': ('test_ppl_oracle', 'oracle policy (a bound)'), 'no_anneal_test': ('test_ppl_no_anneal_test', 'w/o annealing in test')}
+    fulls = {s.seed: metrics_of(res, s) for s in full_specs}
+    fulls = {k: v for k, v in fulls.items() if v is not None}
+    if not fulls: return m, rows
+    m['full/test_ppl'], m['full/test_ppl_std'] = mean_sd([f['test_ppl'] for f in fulls.values()]); m['full/test_ppl_n'] = len(fulls)
+    m['full/pou_pct'], m['full/pou_pct_std'] = mean_sd([100 * f['test_pou'] for f in fulls.values()]); m['full/pou_pct_n'] = len(fulls)
+    m['full/rnn_only_test_ppl'], m['full/rnn_only_test_ppl_std'] = mean_sd([f['test_ppl_rnn'] for f in fulls.values()]); m['full/rnn_only_test_ppl_n'] = len(fulls)
+    rows.append(dict(row='full model (+SNB)', test=fmt_ms(m, 'full/test_ppl', 2), change_pct='', paper_change_pct=None,
+                     pou_pct=fmt_ms(m, 'full/pou_pct', 1), its_rnn_only=fmt_ms(m, 'full/rnn_only_test_ppl', 2)))
+    for k, (key, label) in evals.items():
+        d = [100 * (f[key] / f['test_ppl'] - 1) for f in fulls.values()]
+        m[f'{k}/test_ppl'], m[f'{k}/test_ppl_std'] = mean_sd([f[key] for f in fulls.values()]); m[f'{k}/test_ppl_n'] = len(fulls)
+        m[f'{k}_pct'], m[f'{k}_pct_std'] = mean_sd(d); m[f'{k}_pct_n'] = len(d)
+        rows.append(dict(row=label, test=fmt_ms(m, f'{k}/test_ppl', 2), change_pct=fmt_ms(m, f'{k}_pct', 2), paper_change_pct=paper.get(('table3', f'{k}_pct')),
+                         pou_pct='', its_rnn_only=''))
+    labels = {'no_anneal_train': 'w/o annealing in training', 'no_reward': 'w/o reward', 'no_rnn_minus': 'w/o RNN-minus feature'}
+    for s in abl_specs:
+        a = metrics_of(res, s)
+        if a is None or s.seed not in fulls: continue
+        m[f'{s.name}/test_ppl'], m[f'{s.name}_pct'] = a['test_ppl'], 100 * (a['test_ppl'] / fulls[s.seed]['test_ppl'] - 1)
+        m[f'{s.name}_pct_n'] = 1
+        m[f'{s.name}/pou_pct'], m[f'{s.name}/rnn_only_test_ppl'] = 100 * a['test_pou'], a['test_ppl_rnn']   # its own gate, and its LM alone
+        m[f'{s.name}/full_test_ppl'] = fulls[s.seed]['test_ppl']                                             # the full model it is compared with
+        rows.append(dict(row=labels[s.name], test=f"{a['test_ppl']:.2f} (seed {s.seed})", change_pct=f"{m[f'{s.name}_pct']:.2f}",
+                         paper_change_pct=paper.get(('table3', f'{s.name}_pct')), pou_pct=f"{m[f'{s.name}/pou_pct']:.1f}",
+                         its_rnn_only=f"{a['test_ppl_rnn']:.2f}"))
+    return m, rows
+
+# %% ../nbs/10a_span_buffer_runs.ipynb #ab06c9aa
+import warnings
+def matched_reading(h: list[dict],           # the per-epoch log of a run that trained part of its schedule
+                    ref: list[dict],         # the log of the run it changes one thing of (the same fixed schedule)
+                    repeat: list[dict] | None = None,   # a repeat training of the reference (its configuration and seed), if there is one
+                    keys=('val_ppl', 'val_gate_margin', 'val_pou')) -> dict:
+    """`h` against `ref` at the last epoch both logged, where both trained the same epochs at the same learning rates (a fixed
+    schedule: nothing else is compared), and `repeat` at that epoch: how far a repeat training of the reference moves, the
+    yardstick for a one-seed change (its keys `twin_*`). {} when they share no epoch or their learning rates part before it."""
+    at = lambda log, e: next((x for x in log if x['epoch'] == e), None)
+    if not h or not ref: return {}
+    e = min(h[-1]['epoch'], ref[-1]['epoch'])
+    if (a := at(h, e)) is None or (b := at(ref, e)) is None: return {}
+    if any((x := at(h, i)) is None or (y := at(ref, i)) is None or x.get('lr') != y.get('lr') for i in range(1, e + 1)):
+        warnings.warn(f'the two runs do not train epochs 1-{e} at the same learning rates: no matched reading'); return {}
+    out = dict(matched_epoch=e, epochs=h[-1]['epoch']) | {k: a[k] for k in keys if k in a} | {f'ref_{k}': b[k] for k in keys if k in b}
+    out['val_change_pct'] = 100 * (a['val_ppl'] / b['val_ppl'] - 1)
+    if repeat and (t := at(repeat, e)) is not None:
+        out |= dict(twin_val_ppl=t['val_ppl'], twin_val_change_pct=100 * (t['val_ppl'] / b['val_ppl'] - 1))
+    return out
