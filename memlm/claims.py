@@ -403,6 +403,9 @@ def cost_text(c: dict) -> str:
     return f"{done}; the {c['left']} left: not yet estimated"
 
 # %% ../nbs/05b_claims.ipynb #caf5f186
+import statistics
+from .stats import t_interval
+
 MEMORIES = (   # (the memory, paper, record, key, sign to read it as a change of test ppl, the base and the pairing)
     ('+ dynamic evaluation (Krause et al.)', 'awd_lstm', 'dynamic_eval', 'test_gain_pct', -1, "the core's models, paired by seed"),
     ('+ neural cache (Grave et al.)', 'context_probe', None, 'cache_test_pct', 1, "the core's models, the cache tuned on a validation prefix"),
@@ -436,8 +439,10 @@ def memory_rows(scale: str = 'cpu', rows: list[dict] | None = None) -> list[dict
         if not vals and result is not None:
             m = (_load_result(paper, result, scale) or {}).get('metrics') or {}
             if m.get(key) is not None: vals = [m[key]] * int(m.get(f'{key}_n') or 1)
-        out.append(dict(memory=name, change=f"{sign * sum(vals) / len(vals):+.2f} %" if vals else 'not run', ci='',
-                        n=len(vals) or '', verdict='reading' if vals else 'not run', base=base))
+        ci = t_interval(statistics.mean(vals), statistics.stdev(vals), len(vals)) if len(vals) > 1 and result is None else None   # paired by seed
+        out.append(dict(memory=name, change=f"{sign * sum(vals) / len(vals):+.2f} %" if vals else 'not run',
+                        ci=f"{_fmt(sign * min(ci))} to {_fmt(sign * max(ci))}" if ci else '', n=len(vals) or '',
+                        verdict='reading' if vals else 'not run', base=base))
     return out
 
 def memory_table(scale: str = 'cpu', rows: list[dict] | None = None) -> str:

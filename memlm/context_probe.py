@@ -279,7 +279,7 @@ def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Pla
     fams = [p for p in fams if scale == 'smoke' or lm_weights(p.needs[0], scale)[0] != 'missing' or probed(p, scale)]   # smoke retrains every run anyway
     return Plan('context_probe', scale, {
         'core': [Spec(run_probe, base(s), s.seed, name='probe_core', data_id=s.data_id, needs=(s,)) for s in lms],
-        'cache': [Spec(run_probe, replace(base(lms[0]), cache_grid=pick(scale, smoke=((1., 0.1), (1., 0.3)), default=CACHE_GRID),
-                                        tune_tokens=pick(scale, smoke=300, default=10_000)), lms[0].seed, name='probe_cache',
-                       data_id=lms[0].data_id, needs=(lms[0],))],
+        'cache': [Spec(run_probe, replace(base(s), cache_grid=pick(scale, smoke=((1., 0.1), (1., 0.3)), default=CACHE_GRID),
+                                        tune_tokens=pick(scale, smoke=300, default=10_000)), s.seed, name='probe_cache',
+                       data_id=s.data_id, needs=(s,)) for s in lms],   # every core seed: the cache against its own LM, paired by seed
         'families': fams})
