@@ -217,7 +217,8 @@ def status_overview(scale: str, seeds=(0, 1, 2), data_path: str | None = None, p
         count = lambda f: sum(f(r['status']) for r in st)
         rows.append(dict(paper=p, runs=len(st), done=count(lambda s: s == 'done'), running=count(lambda s: s.startswith('running')),
                          interrupted=count(lambda s: s.startswith(('interrupted', 'incomplete'))), not_started=count(lambda s: s == 'not started'), corrupt=count(lambda s: s == 'corrupt'),
-                         est_h_left=round(sum(r['est_h'] or 0 for r in left), 1), without_estimate=sum(not r['est_h'] for r in left)))
+                         est_h_left=round(sum(r['est_h'] or 0 for r in left), 1) if any(r['est_h'] for r in left) or not left else 'unknown',   # nothing timed: not 0
+                         without_estimate=sum(not r['est_h'] for r in left)))
     return (markdown_table(rows, list(rows[0])) + f"\n({scale} scale; `make status PAPER=<paper> SCALE={scale}` lists a paper's runs)"
             + ''.join(f'\n{p}' for p in problems))
 

@@ -163,3 +163,14 @@ def test_status_overview_counts_corrupt_runs_and_names_each_file_once(tmp_path):
     head, row = out.splitlines()[0].split('|'), out.splitlines()[2].split('|')
     assert row[head.index(' corrupt ')].strip() == '1', out
     assert out.count(f"{plan.dir(s)/'record.json'}: corrupt record") == 1, out
+
+
+def test_every_plan_builds_with_an_empty_results_folder(tmp_path, monkeypatch):
+    "A fresh machine (`make gpu-check`, a cluster node) has no records: every paper's plan at every scale still builds."
+    from memlm.plan import paper_plan
+    from memlm.cli import papers
+    from memlm.registry import SCALES
+    monkeypatch.setenv('MEMLM_RESULTS', str(tmp_path))
+    for scale in SCALES:
+        for p in papers():
+            assert paper_plan(p, scale, [0, 1, 2], os.environ.get('MEMLM_DATA')).specs(), (p, scale)
