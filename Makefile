@@ -22,7 +22,7 @@
 # A run stopped by Ctrl-C or `kill` (SIGINT/SIGTERM) checkpoints the step it reached first; the same command continues it.
 #
 # On an offline machine with torch, tqdm, numpy and fastcore already installed (no registry, no venv possible),
-# `make runs` and `make status` can run on the system Python instead of the venv (nothing is installed; memlm from this checkout):
+# `make runs`, `status`, `park`, `reproduce` and `summary` can run on the system Python instead of the venv (nothing is installed; memlm from this checkout):
 #   NO_VENV=1 make runs PAPER=span_buffer SCALE=cpu RUNS="mos:0 mos_snb:0" WORKERS=2 TIME_LIMIT=540 MEMLM_DATA=$PWD/corpora
 #
 # Every variable reaches the commands as an environment variable and is checked by `python -m memlm.cli` before any work:
@@ -79,9 +79,9 @@ venv: $(STAMP)
 
 # executed notebooks: smoke runs are scratch (runs/smoke), real scales are reports a reader opens (reports/<scale>/);
 # each is written aside and moved into place only when the whole notebook ran
-reproduce: $(STAMP)
+reproduce: $(RUN_DEPS)
 	@mkdir -p runs
-	@papers=$$($(BIN)/python -m memlm.cli check --scale "$$SCALE" --papers "$$PAPERS" --parts "$$PARTS" --workers "$$WORKERS" \
+	@papers=$$($(CLI) check --scale "$$SCALE" --papers "$$PAPERS" --parts "$$PARTS" --workers "$$WORKERS" \
 	    --time-limit "$$TIME_LIMIT" --params-out "runs/params-$$SCALE.yaml") || exit 2; \
 	case "$$SCALE" in smoke) out=runs/smoke;; *) out="reports/$$SCALE";; esac; \
 	if [ -n "$$PARTS" ]; then out="$$out/partial"; fi; mkdir -p "$$out"; \
@@ -89,7 +89,7 @@ reproduce: $(STAMP)
 	  nb=$$(ls nbs/[0-9][0-9]_$$p.ipynb 2>/dev/null | head -1); log="runs/$$SCALE-$$p.log"; \
 	  [ -n "$$nb" ] || { echo "error: no notebook nbs/NN_$$p.ipynb for paper $$p" >&2; exit 1; }; \
 	  echo "== $$p ($$nb) at scale $$SCALE -> $$out"; \
-	  $(BIN)/python -m memlm.cli report --nb "$$nb" --out "$$out/$$(basename $$nb)" --params "runs/params-$$SCALE.yaml" \
+	  $(CLI) report --nb "$$nb" --out "$$out/$$(basename $$nb)" --params "runs/params-$$SCALE.yaml" \
 	    --failed "runs/$$SCALE-$$p.failed.ipynb" > "$$log" 2>&1 \
 	    || { tail -40 "$$log"; echo "error: $$p failed, log: $$log; the executed notebook: runs/$$SCALE-$$p.failed.ipynb (no report replaced)" >&2; exit 1; }; \
 	done
@@ -132,11 +132,11 @@ unpack: $(RUN_DEPS)
 	@$(RUN_PY) tools/campaign.py unpack --from "$$FROM"
 
 # Regenerates RESULTS.md (every claim, forest plots) and README.md from nbs/index.ipynb.
-summary: $(STAMP)
+summary: $(RUN_DEPS)
 	@mkdir -p runs
-	@$(BIN)/python -m memlm.cli report --nb nbs/index.ipynb --out runs/index.ipynb --failed runs/index.failed.ipynb > runs/index.log 2>&1 \
+	@$(CLI) report --nb nbs/index.ipynb --out runs/index.ipynb --failed runs/index.failed.ipynb > runs/index.log 2>&1 \
 	  || { tail -20 runs/index.log; echo "error: make summary failed, log: runs/index.log (RESULTS.md, README.md and figures untouched)" >&2; exit 1; }
-	$(BIN)/jupyter nbconvert --to markdown --no-input --log-level WARN runs/index.ipynb --output-dir . --output README
+	$(RUN_PY) -m nbconvert --to markdown --no-input --log-level WARN runs/index.ipynb --output-dir . --output README
 	@echo "wrote RESULTS.md, figures/claims/ and README.md"
 
 test: $(STAMP)
