@@ -272,7 +272,7 @@ def probed(spec: Spec, scale: str) -> bool:
 def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Plan:
     "One probe per core LM seed, the cached probe of seed 0, and one probe per family whose weights can be read here (or trained)."
     cp = core.make_plan(scale, seeds, data_path)
-    pc = pick(scale, smoke=ProbeConfig(window=20, ds=(5, 20, 50, 100), n_targets=60, batch_size=30), default=ProbeConfig())
+    pc = pick(scale, smoke=ProbeConfig(window=20, ds=(5, 10, 20, 50, 100), n_targets=60, batch_size=30), default=ProbeConfig())
     lms = [borrow(s, 'awd_lstm', 'core') for s in cp.parts['lm']]
     base = lambda s: ProbeExp(lm=s.cfg, lm_run=s.folder, lm_paper=s.home, probe=pc)
     fams = [Spec(run_probe, base(s), s.seed, name=f'probe_{k}', data_id=s.data_id, needs=(s,)) for k, s in family_lms(scale, seeds[0], data_path).items()]
