@@ -86,6 +86,8 @@ class MetaConfig:
     closed_bias: float = -10.  # initial bias of a gate that starts shut (the 2-level COPY: 1 − f = a₀·e^−10 ≈ 5e-5·a₀)
     init: str = field(default='rms', metadata={'key': 'if_set'})   # the rule at step 0: 'rms' (Krause's rates) or 'neutral' (uniform: see `meta_constants`)
     lr_scale: float = field(default=1., metadata={'key': 'if_set'})   # the start's update rates times this (1: as tuned; ¼ or 4: a mistuned start)
+    grad_feature: str = field(default='signed', metadata={'key': 'if_set'})   # the gradient feature: 'signed' squash(g/(MS+ε)), or 'unsigned' (its
+                             # absolute value: the learner then cannot move every weight one way whatever the data, an ablation)
     ewc_step: str = field(default='explicit', metadata={'key': 'if_set'})   # Eq. 7's spring γ F̂ (θ − θ₀) taken at θ_t ('explicit', as printed:
                              # unstable once i γ F̂ > 2) or solved at θ_{t+1} ('implicit', a proximal step: stable at any γ; equal where stiffness and step are small)
 
@@ -94,6 +96,7 @@ class MetaConfig:
         if self.init not in ('rms', 'neutral'): raise ValueError(f"init must be 'rms' or 'neutral', got {self.init!r}")
         if self.ewc_step not in ('explicit', 'implicit'): raise ValueError(f"ewc_step must be 'explicit' or 'implicit', got {self.ewc_step!r}")
         if not self.lr_scale > 0: raise ValueError(f'lr_scale must be > 0, got {self.lr_scale}')
+        if self.grad_feature not in ('signed', 'unsigned'): raise ValueError(f"grad_feature must be 'signed' or 'unsigned', got {self.grad_feature!r}")
     @property
     def gates(self) -> tuple: return GATES[:self.levels]
     @property
@@ -108,7 +111,8 @@ def _bucket_rule(learner, p, g, th0, r, i0, a0, F, xF, xL, lr: float, first_orde
     "Eq. 6 on one bucket (or weight tensor) `p` with its gradient `g` and constants: θ_t. The features are detached at first order."
     D = p - th0
     if first_order: D, g = D.detach(), g.detach()
-    feats = dict(loss=xL, grad=squash(g * r), delta=squash(D / lr), fisher=xF)
+    xg = squash(g * r)
+    feats = dict(loss=xL, grad=xg.abs() if learner.cfg.grad_feature == 'unsigned' else xg, delta=squash(D / lr), fisher=xF)
     m = {k: u.exp() for k, u in learner.gates([feats[k] for k in learner.cfg.features]).items()}   # m(u) = e^u
     implicit = learner.ewc is not None and learner.cfg.ewc_step == 'implicit'
     if learner.ewc is not None and not implicit: g = g + learner.ewc * F * D # ∇̃ = ∇L + γ F̂ (θ − θ₀)   (Eq. 7)
@@ -238,6 +242,7 @@ def _fast_step(learner: MetaLearner, params: list, grads: list, loss: Tensor, me
         for x, src, scale in ((xg, g, v['r'][j]), (xd, D, None)):      # the squashed grad and delta features
             torch.mul(src, scale if scale is not None else 1 / fc['lr'], out=x)
             torch.abs(x, out=U); U.add_(1); x.div_(U)
+        if cfg.grad_feature == 'unsigned': xg.abs_()
         if fc['hidden']:                                                 # u_g = log(base) + b₂ + Σ_h W₂[g,h] relu(z_h), all gates at once
             G = dict(zip(cfg.gates, G))
             for gate, buf in G.items(): buf.copy_(fc['C'][gate][j])

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 # %% auto #0
 __all__ = ['METHODS', 'ADAM', 'AWD_SGD', 'SCALES', 'PARTS', 'META_VARIANTS', 'INITS', 'PILOT_LRS', 'STREAMS', 'STREAM_PILOT_LRS',
-           'STREAM_BUDGET', 'STREAM_STARTS', 'STREAM_LEARNERS', 'META_BUDGET', 'LEARNERS', 'PTB_LEARNERS',
-           'LEARN_READINGS', 'LEARN_READING_KEYS', 'COMPARISONS', 'FIG2_PAIRS', 'FIG2_DIFFS', 'CorpusExp',
-           'corpus_splits', 'LMExp', 'train_lm', 'trained_lm', 'full_corpus', 'CoreLMExp', 'core_lm', 'LMRef',
-           'load_lm', 'PrepExp', 'prepare', 'MethodExp', 'run_method', 'seed_free_start', 'step0_from_sibling',
+           'STREAM_BUDGET', 'STREAM_STARTS', 'STREAM_LEARNERS', 'STREAM_ABLATION', 'META_BUDGET', 'LEARNERS',
+           'PTB_LEARNERS', 'LEARN_READINGS', 'LEARN_READING_KEYS', 'COMPARISONS', 'FIG2_PAIRS', 'FIG2_DIFFS',
+           'CorpusExp', 'corpus_splits', 'LMExp', 'train_lm', 'trained_lm', 'full_corpus', 'CoreLMExp', 'core_lm',
+           'LMRef', 'load_lm', 'PrepExp', 'prepare', 'MethodExp', 'run_method', 'seed_free_start', 'step0_from_sibling',
            'running_gap', 'NumericsExp', 'numerics', 'SpeedExp', 'eval_speed', 'MetaDynScale', 'wt2_lm_config',
            'method_specs', 'stream_learner_name', 'choose_budget', 'learner_name', 'learning_specs', 'make_plan',
            'learning_summary', 'stream_learning_summary', 'comparison', 'panel_losses', 'fig2_learning', 'fig2_data',
@@ -529,6 +529,7 @@ STREAM_STARTS = {'neutral': dict(init='neutral'), 'rms': dict(init='rms'),      
                  'rms_x0.25': dict(init='rms', lr_scale=0.25), 'rms_x4': dict(init='rms', lr_scale=4.)}   # tuned RMS, and RMS mistuned
 STREAM_LEARNERS = tuple((lv, start) for lv in (3, 1) for start in STREAM_STARTS)   # the 3-level learner first, then the 1-level
 def stream_learner_name(levels: int, start: str) -> str: return f'slearn{levels}_{start}'   # its runs' name (after the tag)
+STREAM_ABLATION = 'slearn3_neutral_unsigned'   # the 3-level learner from neutral with the unsigned gradient feature (|squash(g)|)
 META_BUDGET: dict = {'cpu': dict(steps=25, lr=1e-3),     # per scale, {'steps': .., 'lr': ..} read off that scale's pilot curves by
                      'smoke': dict(steps=4, lr=1e-2)}     # `choose_budget`, then fixed (a scale without one: no learner runs yet);
                                                           # smoke's is a stand-in that exercises the learning runs, not read off its pilot
@@ -573,8 +574,10 @@ def learning_specs(tag: str, lm: Spec, ref: LMRef, scale: str, prep: Spec, seeds
     slearn = lambda lv, start, s: run(stream_learner_name(lv, start), replace(
         meta(lv, STREAM_STARTS[start]['init'], replace(smt, passes=0., steps=sb['steps'], lr=sb['lr'], lr_schedule='cosine')),
         meta=replace(meta(lv, 'rms', mt).meta, **STREAM_STARTS[start])), s, rms if lv == 3 else rms_free)
-    out['learn_streams'] = [] if sb is None else [slearn(lv, start, s) for lv, start in STREAM_LEARNERS
-                                                  for s in (seeds[:1] if scale == 'smoke' else seeds)]
+    sseeds = seeds[:1] if scale == 'smoke' else seeds
+    out['learn_streams'] = [] if sb is None else [slearn(lv, start, s) for lv, start in STREAM_LEARNERS for s in sseeds] + [
+        replace(slearn(3, 'neutral', s), cfg=replace(slearn(3, 'neutral', s).cfg, meta=replace(slearn(3, 'neutral', s).cfg.meta, grad_feature='unsigned')),
+                name=f'{tag}_{STREAM_ABLATION}') for s in sseeds]
     budget = META_BUDGET.get(scale)
     learn = lambda name, s, levels, init, hidden, **kw: run(name, replace(meta(levels, init, replace(mt, steps=budget['steps'], lr=budget['lr'], lr_schedule='cosine'),
                                                                                hidden, **kw), save_segments=fig2), s, rms if levels == 3 else rms_free)
@@ -667,6 +670,11 @@ def stream_learning_summary(runs: dict, tag: str = 'wt2') -> dict:
         out |= row_metrics(name, per)
         if per and 'abs_log_rate' in per[0]:   # whether the mistuned rate came nearer the tuned one, on every seed
             out[f'{name}/rate_nearer_all_seeds'] = float(all(p['abs_log_rate'] < p['abs_log_rate_start'] for p in per))
+    ab, sg = runs.get(f'{tag}_{STREAM_ABLATION}', {}), runs.get(f'{tag}_slearn3_neutral', {})
+    if ab:                                  # the ablation: its own numbers, and signed − unsigned after − before (points of %), by seed
+        gain = lambda rs: {s: dict(g=100 * (m['test_ppl'] / m['init_test_ppl'] - 1)) for s, m in rs.items()}
+        out |= row_metrics(STREAM_ABLATION, list(ab.values()), [k for k in ('test_ppl', 'init_test_ppl', 'max_abs_param') if all(k in m for m in ab.values())])
+        out |= paired_diff('signed_minus_unsigned_neutral', gain(sg), gain(ab), 'g')
     return out
 
 # %% ../nbs/13b_meta_dynamic_runs.ipynb #56493a62
