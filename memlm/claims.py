@@ -426,23 +426,20 @@ def memory_rows(scale: str = 'cpu', rows: list[dict] | None = None) -> list[dict
     """One row per memory of `MEMORIES`: PTB test-ppl change (%) over its AWD-LSTM at `scale`, with the interval and verdict of
     its claim where one is paired by seed, else a reading (mean over its n); 'not run' where no record has it."""
     rows = rows if rows is not None else claim_verdicts()
+    span = lambda ci, sign: '{} to {}'.format(*map(_fmt, sorted(sign * x for x in ci))) if ci else ''   # the interval, read as a change
     out = []
     for name, paper, result, key, sign, base in MEMORIES:
         r = next((r for r in rows if (r['paper'], r['result'], r['key']) == (paper, result, key) and r['scale'] == scale), None)
-        if r is not None and r['value'] is not None:
-            ci = f"{_fmt(sign * r['ci'][0 if sign > 0 else 1])} to {_fmt(sign * r['ci'][1 if sign > 0 else 0])}" if r['ci'] else ''
-            reading = r['verdict'] not in _COUNTED or not r['ci']
-            out.append(dict(memory=name, change=f"{sign * r['value']:+.2f} %", ci=ci, n=r['n'] or 1,
-                            verdict=('reading' if reading else r['verdict']), base=base))
-            continue
-        vals = _cache_changes(scale) if result is None else []
-        if not vals and result is not None:
-            m = (_load_result(paper, result, scale) or {}).get('metrics') or {}
-            if m.get(key) is not None: vals = [m[key]] * int(m.get(f'{key}_n') or 1)
-        ci = t_interval(statistics.mean(vals), statistics.stdev(vals), len(vals)) if len(vals) > 1 and result is None else None   # paired by seed
-        out.append(dict(memory=name, change=f"{sign * sum(vals) / len(vals):+.2f} %" if vals else 'not run',
-                        ci=f"{_fmt(sign * min(ci))} to {_fmt(sign * max(ci))}" if ci else '', n=len(vals) or '',
-                        verdict='reading' if vals else 'not run', base=base))
+        if r is not None and r['value'] is not None:          # a claim: its value, interval and verdict
+            value, ci, n, verdict = r['value'], r['ci'], r['n'] or 1, r['verdict'] if r['verdict'] in _COUNTED and r['ci'] else 'reading'
+        elif result is None and (vals := _cache_changes(scale)):   # the cache's runs, paired by seed with their LMs: a reading with its interval
+            value, n, verdict = statistics.mean(vals), len(vals), 'reading'
+            ci = t_interval(value, statistics.stdev(vals), n) if n > 1 else None
+        elif result is not None and (m := (_load_result(paper, result, scale) or {}).get('metrics') or {}).get(key) is not None:
+            value, ci, n, verdict = m[key], None, int(m.get(f'{key}_n') or 1), 'reading'   # a record's mean, no claim
+        else: value, ci, n, verdict = None, None, '', 'not run'
+        out.append(dict(memory=name, change='not run' if value is None else f"{sign * value:+.2f} %", ci=span(ci, sign), n=n,
+                        verdict=verdict, base=base))
     return out
 
 def memory_table(scale: str = 'cpu', rows: list[dict] | None = None) -> str:

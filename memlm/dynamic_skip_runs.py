@@ -255,7 +255,7 @@ def load_glove(path, words: dict, dim: int) -> tuple[torch.Tensor, int]:
     vocabulary): `(vectors[len(words), dim] with zeros where absent, number found)`; a missing file or another dimension fails, naming it."""
     path = Path(path)
     if not path.exists():
-        raise FileNotFoundError(f'{path}: no GloVe file there (it cannot be fetched on this machine). Download {GLOVE_URL}, unzip '
+        raise FileNotFoundError(f'{path}: no GloVe file there (it is not downloaded automatically). Download {GLOVE_URL}, unzip '
                                 f'{path.name} into {path.parent}, or leave NERExp.glove unset to learn the embeddings from scratch')
     out, found = torch.zeros(len(words), dim), 0
     with open(path, encoding='utf-8') as f:

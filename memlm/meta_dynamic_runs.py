@@ -13,8 +13,8 @@ __all__ = ['METHODS', 'ADAM', 'AWD_SGD', 'SCALES', 'PARTS', 'META_VARIANTS', 'IN
            'LMRef', 'load_lm', 'PrepExp', 'prepare', 'MethodExp', 'run_method', 'seed_free_start', 'step0_from_sibling',
            'running_gap', 'NumericsExp', 'numerics', 'SpeedExp', 'eval_speed', 'MetaDynScale', 'wt2_lm_config',
            'method_specs', 'stream_learner_name', 'choose_budget', 'learner_name', 'learning_specs', 'make_plan',
-           'learning_summary', 'stream_learning_summary', 'comparison', 'panel_losses', 'fig2_learning', 'fig2_data',
-           'fig2_record']
+           'against_start', 'learning_summary', 'stream_learning_summary', 'comparison', 'panel_losses',
+           'fig2_learning', 'fig2_data', 'fig2_record']
 
 # %% ../nbs/13b_meta_dynamic_runs.ipynb #e85b096e
 import functools, json, math, shutil, time
@@ -571,13 +571,12 @@ def learning_specs(tag: str, lm: Spec, ref: LMRef, scale: str, prep: Spec, seeds
     smt = replace(mt, passes=pick(scale, smoke=0.2, default=1.), streams=pick(scale, smoke=2, default=STREAMS), eval_every=pick(scale, smoke=2, default=5))
     out['pilot_streams'] = [run(f'spilot_lr{lr:g}', meta(3, 'rms', replace(smt, lr=lr)), seeds[0], rms) for lr in STREAM_PILOT_LRS]
     sb = STREAM_BUDGET.get(scale)   # every learner at the stream pilot's budget, on a cosine schedule, from each start, at every seed
-    slearn = lambda lv, start, s: run(stream_learner_name(lv, start), replace(
+    slearn = lambda lv, start, s, name=None, **kw: run(name or stream_learner_name(lv, start), replace(
         meta(lv, STREAM_STARTS[start]['init'], replace(smt, passes=0., steps=sb['steps'], lr=sb['lr'], lr_schedule='cosine')),
-        meta=replace(meta(lv, 'rms', mt).meta, **STREAM_STARTS[start])), s, rms if lv == 3 else rms_free)
+        meta=replace(meta(lv, 'rms', mt).meta, **STREAM_STARTS[start], **kw)), s, rms if lv == 3 else rms_free)
     sseeds = seeds[:1] if scale == 'smoke' else seeds
     out['learn_streams'] = [] if sb is None else [slearn(lv, start, s) for lv, start in STREAM_LEARNERS for s in sseeds] + [
-        replace(slearn(3, 'neutral', s), cfg=replace(slearn(3, 'neutral', s).cfg, meta=replace(slearn(3, 'neutral', s).cfg.meta, grad_feature='unsigned')),
-                name=f'{tag}_{STREAM_ABLATION}') for s in sseeds]
+        slearn(3, 'neutral', s, STREAM_ABLATION, grad_feature='unsigned') for s in sseeds]
     budget = META_BUDGET.get(scale)
     learn = lambda name, s, levels, init, hidden, **kw: run(name, replace(meta(levels, init, replace(mt, steps=budget['steps'], lr=budget['lr'], lr_schedule='cosine'),
                                                                                hidden, **kw), save_segments=fig2), s, rms if levels == 3 else rms_free)
@@ -626,6 +625,14 @@ COMPARISONS = (('rms_vs_static_pct', 'rms', 'static'), ('sgd_vs_static_pct', 'sg
                ('meta3_vs_static_pct', 'meta3', 'static'), ('mlp_vs_linear_pct', 'meta3_mlp', 'meta3'))
 
 # %% ../nbs/13b_meta_dynamic_runs.ipynb #9c27797b
+def against_start(name: str, rs: dict, ref: dict | None, keys=('test_ppl', 'init_test_ppl', 'val_ppl', 'init_val_ppl', 'max_abs_param')) -> tuple[dict, dict]:
+    """A learner's runs `{seed: metrics}` as record metrics (`name/<key>` over seeds, and its differences), and the differences per
+    seed: after − before (% of before) on test and the choice half, and after − `ref`'s test ppl (% of its tuned RMS) where given."""
+    ms = list(rs.values())
+    per = {s: dict(minus_init_test_pct=100 * (m['test_ppl'] / m['init_test_ppl'] - 1), minus_init_val_pct=100 * (m['val_ppl'] / m['init_val_ppl'] - 1),
+                   **({'vs_rms_pct': 100 * (m['test_ppl'] / ref['test_ppl'] - 1)} if ref else {})) for s, m in rs.items()}
+    return row_metrics(name, ms, [k for k in keys if all(k in m for m in ms)]) | row_metrics(name, list(per.values())), per
+
 def learning_summary(runs: dict, tag: str = 'wt2') -> dict:
     """Record metrics of the meta-learning comparison from `{run name: {seed: metrics}}` (`Results.by_seed`): per learner
     (`learn<levels>[mlp]_<init>`) its test and choice-half perplexity after meta-training and at step 0, and, paired by seed,
@@ -639,11 +646,8 @@ def learning_summary(runs: dict, tag: str = 'wt2') -> dict:
         ref = runs.get(f'{tag}_h_rms' if lv == 3 else f'{tag}_h_rms_free', {}).get(0)
         rs = runs.get(f'{tag}_{name}', {})
         if not rs: continue
-        ms = list(rs.values())
-        out |= row_metrics(name, ms, [k for k in ('test_ppl', 'init_test_ppl', 'val_ppl', 'init_val_ppl') if all(k in m for m in ms)])
-        per[name] = {s: dict(minus_init_test_pct=100 * (m['test_ppl'] / m['init_test_ppl'] - 1), minus_init_val_pct=100 * (m['val_ppl'] / m['init_val_ppl'] - 1),
-                             **({'vs_rms_pct': 100 * (m['test_ppl'] / ref['test_ppl'] - 1)} if ref else {})) for s, m in rs.items()}
-        out |= row_metrics(name, list(per[name].values()))
+        m_, per[name] = against_start(name, rs, ref)
+        out |= m_
     gain = lambda key, a, b: paired_diff(key, per.get(a, {}), per.get(b, {}), 'minus_init_test_pct')   # gain of a − gain of b, by seed
     for lo, hi in ((1, 2), (2, 3)):
         for init in INITS: out |= gain(f'level{hi}_minus_level{lo}_{init}', f'learn{hi}_{init}', f'learn{lo}_{init}')
@@ -659,22 +663,15 @@ def stream_learning_summary(runs: dict, tag: str = 'wt2') -> dict:
     for lv, start in STREAM_LEARNERS:
         name, rs = stream_learner_name(lv, start), runs.get(f'{tag}_{stream_learner_name(lv, start)}', {})
         if not rs: continue
-        ref = runs.get(f'{tag}_h_rms' if lv == 3 else f'{tag}_h_rms_free', {}).get(0)
-        ms = list(rs.values())
-        out |= row_metrics(name, ms, [k for k in ('test_ppl', 'init_test_ppl', 'val_ppl', 'init_val_ppl', 'max_abs_param') if all(k in m for m in ms)])
-        scale = STREAM_STARTS[start].get('lr_scale', 1.)
-        per = [dict(minus_init_test_pct=100 * (m['test_ppl'] / m['init_test_ppl'] - 1), minus_init_val_pct=100 * (m['val_ppl'] / m['init_val_ppl'] - 1),
-                    **({'vs_rms_pct': 100 * (m['test_ppl'] / ref['test_ppl'] - 1)} if ref else {}),
-                    **({'abs_log_rate_start': abs(math.log(scale)), 'abs_log_rate': abs(math.log(scale) + m['learned']['bias'][0])}
-                       if scale != 1 and 'learned' in m else {})) for m in ms]
-        out |= row_metrics(name, per)
-        if per and 'abs_log_rate' in per[0]:   # whether the mistuned rate came nearer the tuned one, on every seed
-            out[f'{name}/rate_nearer_all_seeds'] = float(all(p['abs_log_rate'] < p['abs_log_rate_start'] for p in per))
-    ab, sg = runs.get(f'{tag}_{STREAM_ABLATION}', {}), runs.get(f'{tag}_slearn3_neutral', {})
-    if ab:                                  # the ablation: its own numbers, and signed − unsigned after − before (points of %), by seed
-        gain = lambda rs: {s: dict(g=100 * (m['test_ppl'] / m['init_test_ppl'] - 1)) for s, m in rs.items()}
-        out |= row_metrics(STREAM_ABLATION, list(ab.values()), [k for k in ('test_ppl', 'init_test_ppl', 'max_abs_param') if all(k in m for m in ab.values())])
-        out |= paired_diff('signed_minus_unsigned_neutral', gain(sg), gain(ab), 'g')
+        m_, _ = against_start(name, rs, runs.get(f'{tag}_h_rms' if lv == 3 else f'{tag}_h_rms_free', {}).get(0))
+        out |= m_
+        if (scale := STREAM_STARTS[start].get('lr_scale', 1.)) != 1:   # a mistuned start: its update rate against the tuned one, in log units
+            rate = [abs(math.log(scale) + m['learned']['bias'][0]) for m in rs.values()]
+            out |= row_metrics(name, [dict(abs_log_rate_start=abs(math.log(scale)), abs_log_rate=r) for r in rate])
+            out[f'{name}/rate_nearer_all_seeds'] = float(all(r < abs(math.log(scale)) for r in rate))   # nearer on every seed
+    if ab := runs.get(f'{tag}_{STREAM_ABLATION}', {}):   # the ablation: its own numbers, and signed − unsigned after − before (points of %)
+        m_, per_ab = against_start(STREAM_ABLATION, ab, None)
+        out |= m_ | paired_diff('signed_minus_unsigned_neutral', against_start('', runs.get(f'{tag}_slearn3_neutral', {}), None)[1], per_ab, 'minus_init_test_pct')
     return out
 
 # %% ../nbs/13b_meta_dynamic_runs.ipynb #56493a62
