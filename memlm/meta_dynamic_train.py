@@ -18,7 +18,7 @@ import torch, torch.nn.functional as F
 from torch import Tensor
 from torch.func import functional_call
 from .models import detach
-from .train import TimeLimitReached, load_checkpoint, save_checkpoint
+from .train import Interrupted, TimeLimitReached, _Signals, load_checkpoint, save_checkpoint
 from .evaluate import DynEvalConfig, dynamic_evaluate, grad_eval_mode, lm_windows
 from .meta_dynamic import MetaLearner, meta_constants, unflat   # the learner
 
@@ -164,6 +164,7 @@ def meta_train(model,                      # the trained LM (θ₀ = its weights
                seed: int = 0,              # with `cfg.rotate`: which article the stream starts at
                ckpt_dir: Path | None = None,  # the loop's whole state is saved here (`last.pt`) every `save_every_s` and at the deadline
                deadline: float | None = None, # `time.time()` past which no meta-step starts: saved, then `TimeLimitReached`
+                                              # (with ckpt_dir, Ctrl-C or `kill` stops it the same way: saved, then `Interrupted`)
                save_every_s: float = 120.,
               ) -> list[dict]:
     """Train the meta-learner by truncated backprop through its unrolled updates; one history entry per meta-step (with
@@ -201,11 +202,13 @@ def meta_train(model,                      # the trained LM (θ₀ = its weights
             for _ in range(start): next(ch)                           # each stream where it was
     else: curve0 = curve(learner) if measure(0) else None
     saved = time.time()
-    with grad_eval_mode(model):
+    with grad_eval_mode(model), _Signals(path is not None) as signals:
         for step in range(start, steps):
-            if deadline is not None and time.time() >= deadline:
+            late = deadline is not None and time.time() >= deadline
+            if late or signals.caught:                                # a job limit, Ctrl-C or kill: save where we are, resume later
                 if path is not None: save(step)
-                raise TimeLimitReached(f'deadline reached at meta-step {step} of {steps}' + (f'; state saved in {path}' if path else ''))
+                where = f'at meta-step {step} of {steps}' + (f'; state saved in {path}' if path else '')
+                raise TimeLimitReached(f'deadline reached {where}') if late else Interrupted(f'{signals.caught} {where}')
             t0 = time.perf_counter(); opt.zero_grad()
             losses, helds, restarts = [], [], []
             for k, ch in enumerate(chunks):
