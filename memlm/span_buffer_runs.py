@@ -590,9 +590,11 @@ def per_seed(res, specs, key):
         if m is not None and key in m: out[s.seed] = m[key]
     return out
 
-def paired(res, a, b, key, name, pct=True):
-    "Record fields `name`, `name_std`, `name_n`: 100·(b/a − 1) (or b − a) of `key`, per seed where both ran (`paired_diff` of `b` against `a`)."
+def paired(res, a, b, key, name, pct=True, log=False):
+    """Record fields `name`, `name_std`, `name_n`: 100·(b/a − 1) (or b − a; `log`: log b − log a, for a perplexity the difference
+    of the NLLs in nats) of `key`, per seed where both ran (`paired_diff` of `b` against `a`)."""
     A, B = per_seed(res, a, key), per_seed(res, b, key)
+    if log: A, B, pct = {s: math.log(v) for s, v in A.items()}, {s: math.log(v) for s, v in B.items()}, False
     return paired_diff(name, {s: {key: B[s]} for s in A if s in B}, {s: {key: A[s]} for s in A}, key, relative=pct)
 
 # %% ../nbs/10a_span_buffer_runs.ipynb #5b3fb794

@@ -6,6 +6,7 @@ metrics may be nested, `curves/drop/all/100`; every comparison is paired by seed
   mean <metric> @ <runs>               the mean over seeds (`mean100`: of 100 × the metric)
   diff <metric> @ <A> - <B>            A − B per seed
   pct <metric> @ <A> / <B>             100 (A / B − 1) per seed (`<B>*`: B's one run is every seed's reference)
+  dlog <metric> @ <A> - <B>            log A − log B per seed (of a perplexity: the NLL difference in nats)
   diff <m1> - <m2> @ <runs>            m1 − m2 of the same run, per seed
   pct <m1> / <m2> @ <runs>             100 (m1 / m2 − 1) of the same run, per seed
   ratio <m1> / <m2> @ <runs>           m1 / m2 of the same run, per seed
@@ -16,7 +17,7 @@ metrics may be nested, `curves/drop/all/100`; every comparison is paired by seed
 import json, math, re, statistics
 from pathlib import Path
 
-OPS = ('mean', 'mean100', 'diff', 'pct', 'ratio', 'dpct', 'sdpct')
+OPS = ('mean', 'mean100', 'diff', 'pct', 'dlog', 'ratio', 'dpct', 'sdpct')
 
 
 def flat(m: dict, pre: str = '') -> dict:
@@ -70,6 +71,7 @@ def compute(recipe: str, groups: dict) -> tuple[float, float | None, int]:
         seeds = [s for s in sorted(A) if ref or s in B]
         if op == 'diff': xs = [A[s][lhs] - Bs(s)[lhs] for s in seeds]
         elif op == 'pct': xs = [100 * (A[s][lhs] / Bs(s)[lhs] - 1) for s in seeds]
+        elif op == 'dlog': xs = [math.log(A[s][lhs]) - math.log(Bs(s)[lhs]) for s in seeds]
         else: raise ValueError(f'{recipe!r}: {op} of one metric over two arms')
     elif two_metrics and not two_runs:                     # two metrics of the same runs
         R, m1, m2 = _runs(groups, rhs), two_metrics.group(1), two_metrics.group(3)
