@@ -198,7 +198,7 @@ from .plan import Plan, paper_plan
 from .registry import pick
 import memlm.awd_lstm as core
 
-PARTS = ('core', 'cache', 'families')
+PARTS = ('core', 'cache', 'families', 'targets')
 CACHE_GRID = tuple((t, l) for t in (0.1, 0.3, 1.0) for l in (0.05, 0.1, 0.2))   # (theta, lam) tried on a validation prefix
 
 # %% ../nbs/20_context_probe.ipynb #81aef518
@@ -270,7 +270,9 @@ def probed(spec: Spec, scale: str) -> bool:
     return (load_record(runs_dir('context_probe', scale)/spec.folder) or {}).get('status') == 'done'
 
 def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Plan:
-    "One probe per core LM seed, the cached probe of seed 0, and one probe per family whose weights can be read here (or trained)."
+    """One probe per core LM seed, the cached probe of each, one probe per family whose weights can be read here (or trained), and
+    part `targets`: the core's probes once more, each seed on its own target set (seed + 1), so that an interval over seeds
+    includes the sampling of the targets (part `core` reads one set of targets with every seed)."""
     cp = core.make_plan(scale, seeds, data_path)
     pc = pick(scale, smoke=ProbeConfig(window=20, ds=(5, 10, 20, 50, 100), n_targets=60, batch_size=30), default=ProbeConfig())
     lms = [borrow(s, 'awd_lstm', 'core') for s in cp.parts['lm']]
@@ -282,4 +284,6 @@ def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Pla
         'cache': [Spec(run_probe, replace(base(s), cache_grid=pick(scale, smoke=((1., 0.1), (1., 0.3)), default=CACHE_GRID),
                                         tune_tokens=pick(scale, smoke=300, default=10_000)), s.seed, name='probe_cache',
                        data_id=s.data_id, needs=(s,)) for s in lms],   # every core seed: the cache against its own LM, paired by seed
-        'families': fams})
+        'families': fams,
+        'targets': [Spec(run_probe, replace(base(s), probe=replace(pc, seed=pc.seed + 1 + s.seed)), s.seed, name='probe_core_targets',
+                         data_id=s.data_id, needs=(s,)) for s in lms]})
