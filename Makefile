@@ -65,7 +65,7 @@ help:
 	@echo "make clean-runs # remove runs/ (smoke executions, papermill logs)"
 	@echo "make lab        # JupyterLab in nbs/, from the venv"
 
-$(STAMP): requirements.lock setup.py settings.ini
+$(STAMP): requirements.lock setup.py settings.ini pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(if $(USE_SYSTEM_TORCH),--system-site-packages) $(VENV)
 	@if [ -n "$(USE_SYSTEM_TORCH)" ]; then \
 	  grep -vE '^(torch|nvidia-|triton)' requirements.lock > $(VENV)/lock-notorch.txt; \

@@ -1,5 +1,6 @@
-"""The README's library script runs as written, against the installed package's front (`memlm.__all__`)."""
-import os, re, subprocess, sys
+"""The README's library script runs as written, from the wheel built from this checkout and installed in a fresh virtualenv,
+against the package's front (`memlm.__all__`)."""
+import os, re, subprocess, sys, sysconfig
 from pathlib import Path
 import pytest
 
@@ -22,10 +23,23 @@ def test_the_front_is_small_and_light():
 
 @pytest.mark.skipif(not (os.environ.get('MEMLM_DATA') or (ROOT/'data'/'ptb').exists()), reason='PTB not here: set MEMLM_DATA')
 def test_the_readme_script_runs(tmp_path):
-    (tmp_path/'script.py').write_text(_script())
-    r = subprocess.run([sys.executable, 'script.py'], cwd=tmp_path, capture_output=True, text=True, timeout=300,
-                       env={**os.environ, 'OMP_NUM_THREADS': '1'})
+    "Build the wheel, install it alone in a fresh venv (its dependencies seen from this venv, not downloaded), run the script there."
+    run = lambda *a, **kw: subprocess.run(a, capture_output=True, text=True, timeout=300, **kw)
+    r = run(sys.executable, '-m', 'pip', 'wheel', '-q', '--no-deps', '--no-build-isolation', '-w', str(tmp_path/'dist'), str(ROOT))
     assert r.returncode == 0, r.stderr[-3000:]
+    wheel = next((tmp_path/'dist').glob('memlm-*.whl'))
+    venv = tmp_path/'venv'; py = venv/'bin'/'python'
+    assert run(sys.executable, '-m', 'venv', str(venv)).returncode == 0
+    site = Path(run(str(py), '-c', 'import sysconfig; print(sysconfig.get_paths()["purelib"])').stdout.strip())
+    (site/'deps.pth').write_text(sysconfig.get_paths()['purelib'] + '\n')   # torch & co. from here; a plain path: its editable memlm stays off
+    r = run(str(py), '-m', 'pip', 'install', '-q', '--no-deps', '--no-index', str(wheel))
+    assert r.returncode == 0, r.stderr[-3000:]
+    (tmp_path/'script.py').write_text('import memlm; print("from:", memlm.__file__)\n' + _script())
+    r = run(str(py), 'script.py', cwd=tmp_path, env={**os.environ, 'OMP_NUM_THREADS': '1'})
+    assert r.returncode == 0, r.stderr[-3000:]
+    where, *rest = r.stdout.strip().splitlines()
+    assert where.startswith(f'from: {site}'), where                  # the installed wheel's memlm, not this checkout's
+    r.stdout = '\n'.join(rest)
     lines = r.stdout.strip().splitlines()
     assert [l.split(':')[0] for l in lines] == ['AWD-LSTM', '+ span buffer'], r.stdout
     assert all('with dynamic evaluation' in l for l in lines)
