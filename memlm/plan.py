@@ -7,9 +7,9 @@ from __future__ import annotations
 from fastcore.basics import patch
 
 # %% auto #0
-__all__ = ['Results', 'Plan', 'plan_module', 'paper_plan', 'named', 'park', 'run_log', 'plan_status', 'plan_progress', 'mean_sd',
-           'aggregate', 'paired_diff', 'row_metrics', 'run_lists', 'fmt_ms', 'fmt_change', 'matched_epochs',
-           'matched_epochs_plot']
+__all__ = ['TRAIN_TOKENS', 'Results', 'Plan', 'plan_module', 'paper_plan', 'named', 'park', 'run_log', 'gpu_paces', 'plan_status',
+           'plan_progress', 'mean_sd', 'aggregate', 'paired_diff', 'row_metrics', 'run_lists', 'fmt_ms', 'fmt_change',
+           'matched_epochs', 'matched_epochs_plot']
 
 # %% ../nbs/05c_plan.ipynb #80229721
 import json, math, multiprocessing as mp, os, re, shutil, statistics, time, traceback
@@ -21,7 +21,7 @@ from pathlib import Path
 import torch
 from .registry import check_scale, device_kind, get_device, markdown_table, num
 from .train import Interrupted
-from .experiment import CorruptRecordError, Spec, _snapshot_dir, ckpt_home, ensure_carried, execute, fn_name, key_name, load_record, lock_holder, runs_dir
+from .experiment import CorruptRecordError, Spec, _snapshot_dir, ckpt_home, config_dict, ensure_carried, execute, fn_name, key_name, load_record, lock_holder, runs_dir
 
 # %% ../nbs/05c_plan.ipynb #2c3ddca9
 def _worker_init(threads: int | None):
@@ -342,13 +342,50 @@ def _former_hours(d: Path, spec: Spec) -> float | None:
         est.append(h / r['epochs'] * cap if r.get('epochs') and (cap := _epoch_cap(spec)) else h)
     return statistics.median(est) if est else None
 
+# %% ../nbs/05c_plan.ipynb #98844fc4
+TRAIN_TOKENS = {'ptb': 929_589, 'wikitext-2': 2_088_628}   # training tokens with <eos>: the train file's words plus its lines
+
+def _speed_key(c: dict) -> str | None:
+    "What a run's speed is matched on, from its config as a record holds it: the model, the batch size and the BPTT (None without them)."
+    t = c.get('train') if isinstance(c.get('train'), dict) else c
+    if not isinstance(c.get('model'), dict) or t.get('batch_size') is None or t.get('bptt') is None: return None
+    return json.dumps([{k: v for k, v in c['model'].items() if k != '_type'}, t['batch_size'], t['bptt']], sort_keys=True)
+
+def gpu_paces(results: Path) -> dict[str, list[dict]]:
+    """{speed key: paces} from every finished record under `results` (all scales and papers) that ran on a GPU: a trained run's hours
+    per epoch (`h_epoch`), or a throughput record's training tokens/s of the model (`tps`), each with its device."""
+    out = {}
+    for f in Path(results).glob('*/*/runs/*/record.json'):
+        try: r = json.loads(f.read_text())
+        except (OSError, ValueError): continue
+        dev = (r.get('provenance') or {}).get('device')
+        if r.get('status') != 'done' or device_kind(dev) != 'gpu' or not (k := _speed_key(r.get('config') or {})): continue
+        m = r.get('metrics') if isinstance(r.get('metrics'), dict) else {}
+        if r.get('epochs') and r.get('train_time_s'): out.setdefault(k, []).append(dict(h_epoch=r['train_time_s'] / 3600 / r['epochs'], device=dev))
+        elif m.get('model_tps'): out.setdefault(k, []).append(dict(tps=m['model_tps'], device=dev))
+    return out
+
+def _gpu_hours(spec: Spec, paces: dict) -> tuple[float, str] | None:
+    """(hours, where from) a run may need on one GPU, from `gpu_paces`: runs of the same model, batch and BPTT (median hours per epoch
+    x this run's epochs), else a throughput record of it (its tokens/s over this run's training tokens x its epochs: an extrapolation
+    that leaves evaluation out); None without either, or without the run's epochs."""
+    c = config_dict(spec.cfg); cap = _epoch_cap(spec); ps = paces.get(_speed_key(c) or '', [])
+    if not cap or not ps: return None
+    if hs := [p['h_epoch'] for p in ps if 'h_epoch' in p]:
+        return statistics.median(hs) * cap, f"a run of the same model on {ps[0]['device']}"
+    if (n := TRAIN_TOKENS.get(c.get('corpus'))) and (ts := [p['tps'] for p in ps if 'tps' in p]):
+        return n / statistics.median(ts) / 3600 * cap, f"extrapolated: the same model's training tokens/s on {ps[0]['device']} (evaluation not counted)"
+    return None
+
 # %% ../nbs/05c_plan.ipynb #dbedbdd6
 @patch
 def status_rows(self: Plan, parts=None, problems: list | None = None) -> list[dict]:
     """One row per run of `parts` (default all, with what they need), read from disk: done, incomplete or not started, with epochs
     and why it stopped; a run not done has `est_h`: what its own interrupted record says it has left (`_hours_left`), else the median
-    hours of the same run's finished seeds, else what a former run of its name took on a CPU (`_former_hours`), else None; `est_from` says which."""
+    hours of the same run's finished seeds, else what a former run of its name took on a CPU (`_former_hours`), at gpu and paper scale
+    what runs of the same model took on a GPU (`_gpu_hours`), else None; `est_from` says which."""
     rows, names, hours, specs, when = [], [], {}, self.specs(parts), {}
+    paces = gpu_paces(self.root.parents[2]) if self.scale in ('gpu', 'paper') else {}   # the GPU records beside this plan's results
     for s in specs:
         d = self.dir(s)
         try: r = load_record(d) or {}
@@ -374,6 +411,7 @@ def status_rows(self: Plan, parts=None, problems: list | None = None) -> list[di
         if row['status'] == 'done' or row['est_h'] is not None: continue
         if name in hours: row['est_h'], row['est_from'] = statistics.median(hours[name]), 'its finished seeds'
         elif (h := _former_hours(self.dir(s), s)) is not None: row['est_h'], row['est_from'] = h, 'a former run of its name'
+        elif g := _gpu_hours(s, paces): row['est_h'], row['est_from'] = g
     for row in rows:
         if row['est_h']: row['est_h'] = round(row['est_h'], 2)
     for row, s in zip(rows, specs):                   # a run made from a need that was trained again after it: its numbers are the old need's
