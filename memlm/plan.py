@@ -346,10 +346,13 @@ def _former_hours(d: Path, spec: Spec) -> float | None:
 TRAIN_TOKENS = {'ptb': 929_589, 'wikitext-2': 2_088_628}   # training tokens with <eos>: the train file's words plus its lines
 
 def _speed_key(c: dict) -> str | None:
-    "What a run's speed is matched on, from its config as a record holds it: the model, the batch size and the BPTT (None without them)."
+    """What a run's speed is matched on, from its config as a record holds it: the model, the batch size, the BPTT and every other
+    part it adds (a span buffer, phrases: the config's other non-empty sections); None without a model, batch size and BPTT."""
     t = c.get('train') if isinstance(c.get('train'), dict) else c
     if not isinstance(c.get('model'), dict) or t.get('batch_size') is None or t.get('bptt') is None: return None
-    return json.dumps([{k: v for k, v in c['model'].items() if k != '_type'}, t['batch_size'], t['bptt']], sort_keys=True)
+    plain = lambda d: {k: v for k, v in d.items() if k != '_type'}
+    parts = {k: plain(v) for k, v in c.items() if isinstance(v, dict) and v and k not in ('model', 'train')}
+    return json.dumps([plain(c['model']), t['batch_size'], t['bptt'], parts], sort_keys=True)
 
 def gpu_paces(results: Path) -> dict[str, list[dict]]:
     """{speed key: paces} from every finished record under `results` (all scales and papers) that ran on a GPU: a trained run's hours
