@@ -502,11 +502,10 @@ def model_card(rec: dict, cfg, corpus, run_dir) -> ModelCard:
 
 # %% ../nbs/05_experiment.ipynb #a31fc66e
 def _import_paper(paper: str):
-    "Import `paper`'s runs module: it registers the experiment functions and loaders of its runs (nothing for a paper without one)."
-    from memlm.plan import plan_module
-    try: plan_module(paper)
-    except ModuleNotFoundError as e:
-        if e.name not in (f'memlm.{paper}', f'memlm.{paper}_runs'): raise
+    "Import `paper`'s runs module (`memlm.<paper>_runs`, else `memlm.<paper>`): it registers its runs' experiment functions and loaders."
+    import importlib, importlib.util
+    name = next((n for n in (f'memlm.{paper}_runs', f'memlm.{paper}') if importlib.util.find_spec(n)), None)
+    if name is not None: importlib.import_module(name)
 
 def _load_named(run: str, seed: int, scale: str, data_path: str | None) -> tuple:
     "`load_trained('<paper>/<run>', seed=, scale=)`: the model (its card as `model.card`) and its corpus."

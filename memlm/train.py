@@ -13,7 +13,6 @@ import torch
 from torch.optim.swa_utils import AveragedModel
 from tqdm import tqdm
 from .evaluate import model_device
-from .tasks import LMTask
 
 # %% auto #0
 __all__ = ['TrainConfig', 'make_optimizer', 'epoch_generator', 'save_checkpoint', 'CorruptCheckpointError', 'load_checkpoint',
@@ -398,12 +397,11 @@ def _own_extra_loss(model, batch, out): return model.extra_loss(batch, out)
 
 def model_defaults(model, task, extra_loss=None) -> tuple:
     """The task and extra loss `fit` trains `model` with. A model may carry its own: `model.task`, the task class of its language
-    modelling (called as `LMTask` is), replaces a plain `LMTask` on the same streams; `model.extra_loss(batch, out)` is the extra
+    modelling (called as `LMTask` is), replaces a plain `LMTask` on the same streams (`LMTask.for_model`); `model.extra_loss(batch, out)` is the extra
     loss when none is given (`extra_loss=None`). A task of another type and an extra loss given are used as they are; `extra_loss=False`
     means none, even where the model has one."""
     if extra_loss is True: raise ValueError("extra_loss=True: pass None (the model's own, if any), False (none) or a callable")
-    own = getattr(model, 'task', None)
-    if own is not None and type(task) is LMTask: task = own(task.train, task.valid, task.valid_articles, task.train_articles)
+    if hasattr(task, 'for_model'): task = task.for_model(model)
     if extra_loss is False: return task, None
     if extra_loss is None and callable(getattr(model, 'extra_loss', None)): extra_loss = _own_extra_loss
     return task, extra_loss
