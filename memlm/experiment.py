@@ -4,21 +4,22 @@
 
 # %% ../nbs/05_experiment.ipynb #db5b2726
 from __future__ import annotations
-import contextlib, fcntl, hashlib, json, math, os, shutil, signal, socket, time, warnings
-from dataclasses import dataclass, field, fields, is_dataclass, asdict, replace
+import contextlib, fcntl, hashlib, json, math, os, re, shutil, signal, socket, time, types, typing, warnings
+from dataclasses import MISSING, dataclass, field, fields, is_dataclass, asdict, replace
 from pathlib import Path
 from typing import Any, Callable
 import torch
 from .registry import (check_scale, results_dir, provenance, write_json, _jsonable, json_float, get_device,
                             seed_everything, keep_freed_memory, flush_denormals)
-from .train import fit, save_checkpoint, TimeLimitReached, Interrupted
+from .train import fit, save_checkpoint, TimeLimitReached, Interrupted, TrainConfig
 
 # %% auto #0
-__all__ = ['EXPERIMENTS', 'LOADERS', 'NotebookParams', 'snapshot', 'read_params', 'fn_name', 'experiment', 'key_name',
-           'config_dict', 'key_dict', 'data_identity', 'Spec', 'borrow', 'ckpt_home', 'stop_reason', 'RunContext',
-           'ToyConfig', 'toy_regression', 'record_mismatch', 'runs_dir', 'runs_command', 'carried_path',
-           'ensure_carried', 'final_weights', 'best_checkpoint', 'CorruptRecordError', 'load_record', 'loads',
-           'load_trained', 'run_lock', 'lock_holder', 'execute', 'global_reads']
+__all__ = ['EXPERIMENTS', 'LOADERS', 'GATE_OPEN', 'MAIN_METRICS', 'NotebookParams', 'snapshot', 'read_params', 'fn_name',
+           'experiment', 'key_name', 'config_dict', 'key_dict', 'data_identity', 'Spec', 'borrow', 'ckpt_home',
+           'stop_reason', 'RunContext', 'ToyConfig', 'toy_regression', 'record_mismatch', 'runs_dir', 'runs_command',
+           'carried_path', 'ensure_carried', 'final_weights', 'best_checkpoint', 'CorruptRecordError', 'load_record',
+           'loads', 'load_trained', 'carried_runs', 'find_run', 'config_from_record', 'ModelCard', 'model_card',
+           'run_lock', 'lock_holder', 'execute', 'global_reads']
 
 # %% ../nbs/05_experiment.ipynb #3edf2536
 @dataclass
@@ -366,11 +367,157 @@ def loads(cfg_type: type):
     def register(load): LOADERS[cfg_type] = load; return load
     return register
 
-def load_trained(cfg, run_dir) -> tuple:
-    "The trained model of the finished run in `run_dir` whose config is `cfg`, and the corpus it was trained on (`loads`)."
+def load_trained(cfg,                        # the run's config, or `'<paper>/<run>'`: its name (or folder) under results/<scale>/<paper>/runs
+                 run_dir=None,               # with a config: the run's folder
+                 *, seed: int = 0,           # with a name: the run's seed
+                 scale: str = 'cpu',         # with a name: the scale of its results
+                 data_path: str | None = None,  # with a name: where its corpus is (None: `$MEMLM_DATA` or data/; not the path its record names)
+                ) -> tuple:
+    """The trained model of a finished run and the corpus it was trained on. By name, `load_trained('span_buffer/awd_snb', seed=0)`:
+    its config rebuilt from its record (`config_from_record`), its weights loaded (committed beside the record where the run carries
+    them), its `ModelCard` as `model.card`. By config, `load_trained(cfg, run_dir)`: through the loader its runs module registered (`loads`)."""
+    if isinstance(cfg, str):
+        if run_dir is not None: raise TypeError(f"load_trained({cfg!r}, {run_dir!r}): a run named '<paper>/<run>' takes no folder (seed= and scale= pick it)")
+        return _load_named(cfg, seed, scale, data_path)
+    if run_dir is None: raise TypeError(f'load_trained({type(cfg).__name__}(...)): a config needs its run folder, load_trained(cfg, run_dir)')
     load = LOADERS.get(type(cfg))
     if load is None: raise TypeError(f"no loader for a {type(cfg).__name__} run: register one with @loads({type(cfg).__name__}) beside its experiment function")
     return load(cfg, Path(run_dir))
+
+# %% ../nbs/05_experiment.ipynb #8a223d88
+_RUN_FOLDER = re.compile(r'^(.+)-s(-?[0-9]+)-[0-9a-f]{10}$')     # <name>-s<seed>-<key>
+
+def carried_runs(scale: str = 'cpu') -> list[str]:
+    "The runs at `scale` whose best weights are committed beside their record (`Spec.carry`), as `'<paper>/<run folder>'`."
+    return sorted(f'{d.parent.parent.name}/{d.name}' for d in (results_dir()/check_scale(scale)).glob('*/runs/*') if any(d.glob('weights-*.pt')))
+
+def _has_weights(d: Path) -> bool:
+    "Whether run folder `d` has weights here: committed beside its record (`carried_path`), or in its checkpoints (`final_weights`)."
+    return any(Path(d).glob('weights-*.pt')) or any(f.exists() for f in ckpt_home(d).glob('*/*.pt') if f.name in ('best.pt', 'weights.fp16.pt'))
+
+def _no_weights(dirs: list, scale: str) -> FileNotFoundError:
+    have = carried_runs(scale)
+    return FileNotFoundError(f"{', '.join(map(str, dirs))}: no weights for this run here. Only runs trained with carry=True commit their "
+                             f"weights beside their record (a run trained on this machine keeps them in its checkpoints). Runs at scale "
+                             f"{scale!r} with committed weights: {', '.join(have) or 'none'}")
+
+def find_run(run: str, seed: int = 0, scale: str = 'cpu') -> Path:
+    "The folder of run `'<paper>/<run>'` (its name, with `seed`, or its folder) under `results/<scale>/<paper>/runs`; a clear error naming the runs there."
+    paper, _, name = run.partition('/')
+    if not paper or not name or '/' in name: raise ValueError(f"run {run!r}: expected '<paper>/<run>', e.g. 'span_buffer/awd_snb'")
+    root = runs_dir(paper, scale)
+    if not root.is_dir(): raise FileNotFoundError(f'{root}: no runs of {paper!r} at scale {scale!r} (results are read from a checkout\'s results/, or $MEMLM_RESULTS)')
+    if _RUN_FOLDER.match(name): found = [root/name] if (root/name).is_dir() else []
+    else: found = sorted(d for d in root.iterdir() if (m := _RUN_FOLDER.match(d.name)) and m[1] == name and int(m[2]) == seed)
+    if not found:
+        names = sorted({m[1] for d in root.iterdir() if (m := _RUN_FOLDER.match(d.name))})
+        raise FileNotFoundError(f"no run {name!r} with seed {seed} in {root}; its runs: {', '.join(names)}")
+    if len(found) > 1:                          # a former recipe's folder beside the current one: the one with weights
+        if not (found := [d for d in found if _has_weights(d)] or found)[1:]: return found[0]
+        if not any(_has_weights(d) for d in found): raise _no_weights(found, scale)
+        raise ValueError(f"{name!r} with seed {seed} names {len(found)} runs in {root}: {', '.join(d.name for d in found)}; name one by its folder")
+    return found[0]
+
+# %% ../nbs/05_experiment.ipynb #9cae2956
+def _hints(cls) -> dict:
+    "The field types of dataclass `cls`: its annotations resolved, else the types of its defaults."
+    try: return typing.get_type_hints(cls)
+    except Exception:
+        out = {}
+        for f in fields(cls):
+            d = f.default_factory() if f.default_factory is not MISSING else f.default
+            if d is not MISSING and d is not None: out[f.name] = type(d)
+        return out
+
+def _from_json(tp, v, data_path: str | None):
+    "A value of type `tp` from its JSON form in a record: nested dataclasses (a union's member by its fields), tuples, the rest as it is."
+    if v is None or tp is None: return v
+    if is_dataclass(tp) and isinstance(v, dict):
+        names, hints = {f.name for f in fields(tp)}, _hints(tp)
+        if extra := set(v) - names - {'_type'}:
+            raise ValueError(f"the record's {tp.__name__} has fields that the code's has not: {sorted(extra)} (the config changed since the run)")
+        return tp(**{k: data_path if k == 'data_path' else _from_json(hints.get(k), x, data_path) for k, x in v.items() if k != '_type'})
+    if typing.get_origin(tp) in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        ok = [a for a in args if not is_dataclass(a) or isinstance(v, dict) and {f.name for f in fields(a)} >= set(v) - {'_type'}]
+        return _from_json((ok or args)[0], v, data_path)
+    if (tp is tuple or typing.get_origin(tp) is tuple) and isinstance(v, list): return tuple(v)
+    return v
+
+def config_from_record(rec: dict, data_path: str | None = None):
+    """The config of a recorded run, rebuilt from its record (its type: one that a runs module registered with `loads`), every
+    `data_path` set to `data_path`; a clear error where it does not give the record's key."""
+    name = (rec.get('config') or {}).get('_type')
+    cls = next((t for t in LOADERS if (vars(t).get('key_type') or t.__qualname__) == name), None)
+    if cls is None: raise TypeError(f"no loader for a {name} run (the record of {rec.get('name')}): register one with @loads({name}) beside its experiment function")
+    cfg = _from_json(cls, rec['config'], data_path)
+    if (key := _content_key(rec['fn'], key_dict(cfg), rec['seed'], rec.get('data_id'))) != rec['key']:
+        raise ValueError(f"the {name} rebuilt from the record of {rec.get('name')} has key {key}, not the record's {rec['key']}: its config's code changed since the run")
+    return cfg
+
+# %% ../nbs/05_experiment.ipynb #65ec4783
+GATE_OPEN = 0.01   # a span buffer's gate counts as open where it picks the buffer (λ ≥ 0.5) on at least this fraction of test tokens
+MAIN_METRICS = ('test_ppl', 'val_ppl', 'test_acc', 'val_acc')   # what a card shows of a record's metrics, where it has them
+
+@dataclass
+class ModelCard:
+    "A trained model in a few lines, from its run's record; `str(card)` reads it, a notebook shows it as a table."
+    run: str                  # '<scale>/<paper>/<run folder>'
+    data: str                 # the corpus it trained on
+    schedule: str             # epochs trained (of the cap, why it stopped), optimiser, lr and its schedule
+    metrics: dict             # the record's main metrics (`MAIN_METRICS` where it has them)
+    gate: str | None = None   # the span buffer: open or closed (`GATE_OPEN`), its test PoU and mean λ
+    def rows(self) -> list[tuple[str, str]]:
+        m = ', '.join(f"{k.replace('_', ' ')} {v:.4g}" for k, v in self.metrics.items())
+        return [('run', self.run), ('data', self.data), ('schedule', self.schedule), ('metrics', m)] + ([('gate', self.gate)] if self.gate else [])
+    def __str__(self) -> str: return '\n'.join(f'{k}: {v}' for k, v in self.rows())
+    def _repr_markdown_(self) -> str: return '| | |\n|---|---|\n' + '\n'.join(f'| {k} | {v} |' for k, v in self.rows())
+
+def _train_config(cfg) -> TrainConfig | None:
+    "The first `TrainConfig` inside a run's config (breadth first)."
+    todo = [cfg]
+    while todo:
+        c = todo.pop(0)
+        if isinstance(c, TrainConfig): return c
+        if is_dataclass(c): todo += [getattr(c, f.name) for f in fields(c)]
+
+def model_card(rec: dict, cfg, corpus, run_dir) -> ModelCard:
+    "The card of the run in `run_dir` whose record is `rec`, config `cfg` and corpus `corpus`."
+    d, m = Path(run_dir), rec.get('metrics') or {}
+    num = lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)
+    tokens = m.get('train_tokens') or (len(corpus.train) if hasattr(corpus, 'train') else None)
+    data = f"{getattr(corpus, 'name', '?')}" + (f', {tokens:,} training tokens' if tokens else '') + (f', {len(corpus.vocab):,} words' if hasattr(corpus, 'vocab') else '')
+    stages = [f"{s['stage']}: {s['epochs']} of {s['epoch_cap']} epochs ({s['stop_reason']}; best epoch {s['best_epoch']})" for s in rec.get('stages', [])]
+    tc = _train_config(cfg)
+    if tc is not None:
+        stages.append(f'{tc.optimizer} lr {tc.lr:g}' + (f", divided by {tc.lr_decay:g} after epochs {', '.join(map(str, tc.lr_milestones))}" if tc.lr_milestones else '')
+                      + (f', divided by {tc.lr_decay:g} when validation improves by less than {tc.lr_decay_threshold:g}' if tc.lr_decay_threshold is not None else '')
+                      + (f', divided by {tc.lr_decay:g} every epoch from epoch {tc.lr_decay_start}' if tc.lr_decay_start is not None else '')
+                      + (f', early stopping (patience {tc.patience})' if tc.patience else '') + f', batch {tc.batch_size}, BPTT {tc.bptt}')
+    main = {k: m[k] for k in MAIN_METRICS if num(m.get(k))} or dict([(k, v) for k, v in m.items() if num(v)][:3])
+    gate = None
+    if num(pou := m.get('test_pou')):
+        gate = f"{'open' if pou >= GATE_OPEN else 'closed'}: λ ≥ 0.5 on {100 * pou:.3g} % of test tokens (PoU)" + (f", mean λ {m['test_mean_lambda']:.3g}" if num(m.get('test_mean_lambda')) else '')
+    return ModelCard(f'{d.parts[-4]}/{d.parts[-3]}/{d.name}', data, '; '.join(stages), main, gate)
+
+# %% ../nbs/05_experiment.ipynb #a31fc66e
+def _import_paper(paper: str):
+    "Import `paper`'s runs module (`memlm.<paper>_runs`, else `memlm.<paper>`): it registers its runs' experiment functions and loaders."
+    import importlib, importlib.util
+    name = next((n for n in (f'memlm.{paper}_runs', f'memlm.{paper}') if importlib.util.find_spec(n)), None)
+    if name is not None: importlib.import_module(name)
+
+def _load_named(run: str, seed: int, scale: str, data_path: str | None) -> tuple:
+    "`load_trained('<paper>/<run>', seed=, scale=)`: the model (its card as `model.card`) and its corpus."
+    d = find_run(run, seed, scale)
+    rec = load_record(d)
+    if rec is None or rec['status'] != 'done': raise FileNotFoundError(f'{d}: the run has not finished (no record, or an incomplete one): {runs_command(d)}')
+    if not _has_weights(d): raise _no_weights([d], scale)
+    _import_paper(run.partition('/')[0])
+    cfg = config_from_record(rec, data_path)
+    model, corpus = load_trained(cfg, d)
+    model.card = model_card(rec, cfg, corpus, d)
+    return model, corpus
 
 # %% ../nbs/05_experiment.ipynb #028b2923
 def _snapshot_dir(src: Path, spec: Spec, stage: str = 'train') -> Path:

@@ -121,6 +121,9 @@ def core_lm(cfg: CoreLMExp, seed: int, ctx: RunContext) -> dict:
         return dict(rec['metrics'], reused_from=str(src))
     return dict(awd.train_awd(cfg.lm, seed, ctx), reused_from=None)
 
+@loads(CoreLMExp)
+def _load_core_lm(cfg: CoreLMExp, run_dir): return awd.trained_awd(cfg.lm, run_dir), awd.lm_corpus(cfg.lm.corpus, cfg.lm.data_path)
+
 # %% ../nbs/13b_meta_dynamic_runs.ipynb #5a34acb4
 @dataclass
 class LMRef:

@@ -154,6 +154,9 @@ class PhraseLM(nn.Module):
     def init_hidden(self, bsz: int): return self.lm.init_hidden(bsz)
     @property
     def encoder(self) -> nn.Embedding: return self.lm.encoder
+    def extra_loss(self, batch, out: LMOutput) -> Tensor:
+        "Its extra loss, what `fit` adds to the LM's unless told otherwise: `phrase_loss`."
+        return phrase_loss(self, batch, out)
 
 def phrase_loss(model: nn.Module, batch, out: LMOutput) -> Tensor:
     "`fit`'s extra_loss: gamma * l_CPA between `out.outputs[context_layer]` and the phrases induced in the window's raw embeddings (0 for a plain LM)."

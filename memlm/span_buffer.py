@@ -261,9 +261,11 @@ class SNBAux(NamedTuple):
 # %% ../nbs/10_span_buffer.ipynb #dfabcfc8
 class SpanBufferLM(nn.Module):
     "AWD-LSTM (softmax or MoS head) + span-based neural buffer + gate, following the `LMOutput` contract."
-    def __init__(self, lm_cfg: AWDLSTMConfig, cfg: SNBConfig):
+    def __init__(self, lm: AWDLSTMConfig | AWDLSTM,  # the LM to wrap, or its config (then built first: the same seed gives the base LM's initial weights)
+                 cfg: SNBConfig):
         super().__init__()
-        self.lm = AWDLSTM(lm_cfg)                    # built first: the same seed gives the base LM's initial weights
+        self.lm = lm if isinstance(lm, AWDLSTM) else AWDLSTM(lm)
+        lm_cfg = self.lm.cfg
         d = lm_cfg.last_size
         self.buffer = SpanBuffer(d, lm_cfg.emsize, cfg)
         self.gate = nn.Linear(d + (lm_cfg.emsize if cfg.gate_input == 'h_xi' else 0), 2, bias=cfg.gate_bias)   # W_g (Eq. 10)
@@ -271,6 +273,14 @@ class SpanBufferLM(nn.Module):
 
     @property
     def decoder(self) -> nn.Linear: return self.lm.decoder
+
+    def task(self, train: Tensor, valid: Tensor | None = None, valid_articles=None, train_articles=None) -> SNBTask:
+        "Its language-modelling task, what `fit` trains it with when given a plain `LMTask` (`memlm.train.model_defaults`): `SNBTask`."
+        return SNBTask(train, valid, valid_articles, train_articles)
+
+    def extra_loss(self, batch, out: LMOutput) -> Tensor:
+        "Its extra loss, what `fit` adds to the likelihood unless told otherwise: the reward term of Eq. 11 (`snb_extra_loss`; 0 at `eta=0`)."
+        return snb_extra_loss(self, batch, out)
 
     def init_hidden(self, n: int) -> SNBState:
         "Zero LM state and an empty buffer."

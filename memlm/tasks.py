@@ -48,6 +48,12 @@ class LMTask:
         self.train, self.valid, self.valid_articles, self.hidden = train, valid, valid_articles, None
         self.train_articles = train_articles
 
+    def for_model(self, model) -> LMTask:
+        "The task `fit` trains `model` with: the model's own (`model.task`, called as `LMTask` is) on these streams where it has one and this is a plain `LMTask`, else this one."
+        own = getattr(model, 'task', None)
+        if own is None or type(self) is not LMTask: return self
+        return own(self.train, self.valid, self.valid_articles, self.train_articles)
+
     def setup(self, model, cfg: TrainConfig):
         "Batchify the training stream on the model's device."
         self.cfg, self.device = cfg, model_device(model)

@@ -18,7 +18,8 @@ from .evaluate import model_device
 __all__ = ['TrainConfig', 'make_optimizer', 'epoch_generator', 'save_checkpoint', 'CorruptCheckpointError', 'load_checkpoint',
            'load_model', 'rng_state', 'set_rng_state', 'nonmono_trigger', 'averaged_weights',
            'epochs_since_improvement', 'scheduled_lr', 'decayed_lr', 'NonFiniteLossError', 'TimeLimitReached',
-           'Interrupted', 'StepInfo', 'Run', 'start_run', 'train_step', 'train_epoch', 'end_epoch', 'fit', 'finish']
+           'Interrupted', 'StepInfo', 'Run', 'start_run', 'train_step', 'train_epoch', 'end_epoch', 'model_defaults',
+           'fit', 'finish']
 
 # %% ../nbs/03_train.ipynb #ebd7d26a
 @dataclass
@@ -391,12 +392,26 @@ def end_epoch(run: Run, stop: bool = False) -> dict:
     st.update(epoch=st['epoch'] + 1, batch=0, ep_nll=0., ep_n=0, ep_time=0.)
     return m
 
+# %% ../nbs/03_train.ipynb #ee49aec1
+def _own_extra_loss(model, batch, out): return model.extra_loss(batch, out)
+
+def model_defaults(model, task, extra_loss=None) -> tuple:
+    """The task and extra loss `fit` trains `model` with. A model may carry its own: `model.task`, the task class of its language
+    modelling (called as `LMTask` is), replaces a plain `LMTask` on the same streams (`LMTask.for_model`); `model.extra_loss(batch, out)` is the extra
+    loss when none is given (`extra_loss=None`). A task of another type and an extra loss given are used as they are; `extra_loss=False`
+    means none, even where the model has one."""
+    if extra_loss is True: raise ValueError("extra_loss=True: pass None (the model's own, if any), False (none) or a callable")
+    if hasattr(task, 'for_model'): task = task.for_model(model)
+    if extra_loss is False: return task, None
+    if extra_loss is None and callable(getattr(model, 'extra_loss', None)): extra_loss = _own_extra_loss
+    return task, extra_loss
+
 # %% ../nbs/03_train.ipynb #afc77ecd
 def fit(model,                           # the model to train (on its device)
-        task,                            # `LMTask`, `BatchTask` or anything with the same methods
+        task,                            # `LMTask`, `BatchTask` or anything with the same methods (a plain `LMTask`: the model's own `task`, if any)
         cfg: TrainConfig,
         *,
-        extra_loss: Callable | None = None,  # extra_loss(model, batch, out) -> scalar added to the loss
+        extra_loss: Callable | None | bool = None,  # extra_loss(model, batch, out) -> scalar added to the loss; None: the model's own `extra_loss` (if any); False: none
         callbacks: Iterable[Callable] = (),  # callback(StepInfo) after every optimizer step
         ckpt_dir=None,                   # write last.pt / best.pt here; resume from last.pt if present
         log: Callable | None = None,     # log(name, **epoch_metrics), e.g. `RunContext.log` (what `ctx.fit` passes)
@@ -406,7 +421,8 @@ def fit(model,                           # the model to train (on its device)
        ) -> list[dict]:
     """Train `model` on `task` as `cfg` says; returns the per-epoch metrics. A fresh start seeds the global generators (`random`,
     numpy, torch) with `cfg.seed`; a resumed one restores them from its checkpoint. The model's initial weights are not `fit`'s:
-    seed before building the model."""
+    seed before building the model. A model that carries its own task or extra loss trains with them (`model_defaults`)."""
+    task, extra_loss = model_defaults(model, task, extra_loss)
     if deadline is not None and ckpt_dir is None: raise ValueError('a deadline needs a ckpt_dir to save the interrupted run in')
     run, task_state = start_run(model, task, cfg, ckpt_dir, make_optimizer)
     with _Signals(ckpt_dir is not None) as signals:

@@ -41,5 +41,8 @@ def test_the_readme_script_runs(tmp_path):
     assert where.startswith(f'from: {site}'), where                  # the installed wheel's memlm, not this checkout's
     r.stdout = '\n'.join(rest)
     lines = r.stdout.strip().splitlines()
-    assert [l.split(':')[0] for l in lines] == ['AWD-LSTM', '+ span buffer'], r.stdout
-    assert all('with dynamic evaluation' in l for l in lines)
+    assert [l.split(':')[0] for l in lines[:2]] == ['AWD-LSTM', '+ span buffer'], r.stdout
+    assert all('with dynamic evaluation' in l for l in lines[:2])
+    card = dict(l.split(': ', 1) for l in lines[2:])                     # the trained run's card
+    assert card['run'].startswith('cpu/span_buffer/awd_snb-s0-') and card['gate'].startswith('closed'), r.stdout
+    assert {'data', 'schedule', 'metrics'} <= set(card) and 'test ppl' in card['metrics'], r.stdout
