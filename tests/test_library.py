@@ -35,7 +35,7 @@ def test_the_readme_script_runs(tmp_path):
     r = run(str(py), '-m', 'pip', 'install', '-q', '--no-deps', '--no-index', str(wheel))
     assert r.returncode == 0, r.stderr[-3000:]
     (tmp_path/'script.py').write_text('import memlm; print("from:", memlm.__file__)\n' + _script())
-    r = run(str(py), 'script.py', cwd=tmp_path, env={**os.environ, 'OMP_NUM_THREADS': '1'})
+    r = run(str(py), 'script.py', cwd=tmp_path, env={**os.environ, 'OMP_NUM_THREADS': '1', 'MEMLM_RESULTS': str(ROOT/'results')})   # the trained runs: this checkout's
     assert r.returncode == 0, r.stderr[-3000:]
     where, *rest = r.stdout.strip().splitlines()
     assert where.startswith(f'from: {site}'), where                  # the installed wheel's memlm, not this checkout's
