@@ -19,7 +19,7 @@ from .registry import markdown_table
 
 # %% auto #0
 __all__ = ['GPU_BUDGET_S', 'GPU_ARM_FACTOR', 'GPU_CANDIDATES', 'GPU_MODEL', 'PLATEAU_RULE', 'SCALES', 'PARTS', 'SCHEDULE_SEARCH',
-           'CPU_DECAY_AT', 'CPU_TAIL', 'AWDExp', 'train_awd', 'trained_awd', 'DynEvalExp', 'dyneval_awd',
+           'CPU_DECAY_AT', 'CPU_TAIL', 'SETTINGS', 'AWDExp', 'train_awd', 'trained_awd', 'DynEvalExp', 'dyneval_awd',
            'ThroughputExp', 'awd_throughput', 'PackExp', 'pack_timing', 'choose_gpu_model', 'pack_specs',
            'recorded_gpu_epochs', 'CoreScale', 'scale_table', 'fixed_schedule', 'choose_schedule', 'schedule_specs',
            'awd_configs', 'make_plan', 'test_spread']
@@ -294,6 +294,36 @@ def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Pla
     adaptive = [replace(s, label=f'adaptive_{s.name}') for s in sum(_lm_and_dyneval(old, seeds, did, stats_cap, {}), [])] if old != lm else []
     return Plan('awd_lstm', scale, {'lm': lms, 'dynamic_eval': dyn, 'throughput': [Spec(awd_throughput, tp, seeds[0], name='throughput')],
                                     'schedule': sched, 'adaptive': adaptive, 'gpu_fit': pack_specs(scale, seeds[0])})
+
+# %% ../nbs/09_awd_lstm.ipynb #ef9164b5
+from .plan import Setting
+_AWD, _KR = 'salesforce/awd-lstm-lm', 'benkrause/dynamic-evaluation'
+SETTINGS = [
+    Setting('layers', 'lm:awd_lstm', 'model.nlayers', None, '—', 3, f'{_AWD} main.py:22'),
+    Setting('hidden units', 'lm:awd_lstm', 'model.nhid', None, '—', 1150, f'{_AWD} main.py:20'),
+    Setting('embedding size', 'lm:awd_lstm', 'model.emsize', None, '—', 400, f'{_AWD} main.py:18'),
+    Setting('output dropout', 'lm:awd_lstm', 'model.dropout', None, '—', 0.4, f'{_AWD} main.py:34'),
+    Setting('hidden dropout', 'lm:awd_lstm', 'model.dropouth', None, '—', 0.25, f'{_AWD} README.md:89'),
+    Setting('input dropout', 'lm:awd_lstm', 'model.dropouti', None, '—', 0.4, f'{_AWD} README.md:89'),
+    Setting('embedding dropout', 'lm:awd_lstm', 'model.dropoute', None, '—', 0.1, f'{_AWD} main.py:40'),
+    Setting('weight dropout', 'lm:awd_lstm', 'model.wdrop', None, '—', 0.5, f'{_AWD} main.py:42'),
+    Setting('lr (SGD, then NT-ASGD)', 'lm:awd_lstm', 'train.lr', None, '—', 30., f'{_AWD} main.py:24'),
+    Setting('batch size', 'lm:awd_lstm', 'train.batch_size', None, '—', 20, f'{_AWD} README.md:89'),
+    Setting('BPTT', 'lm:awd_lstm', 'train.bptt', None, '—', 70, f'{_AWD} main.py:32'),
+    Setting('gradient clip', 'lm:awd_lstm', 'train.clip', None, '—', 0.25, f'{_AWD} main.py:26'),
+    Setting('weight decay', 'lm:awd_lstm', 'train.weight_decay', None, '—', 1.2e-6, f'{_AWD} main.py:59'),
+    Setting('AR α', 'lm:awd_lstm', 'train.alpha', None, '—', 2., f'{_AWD} main.py:55'),
+    Setting('TAR β', 'lm:awd_lstm', 'train.beta', None, '—', 1., f'{_AWD} main.py:57'),
+    Setting('NT-ASGD patience', 'lm:awd_lstm', 'train.nonmono', None, '—', 5, f'{_AWD} main.py:46'),
+    Setting('epochs', 'lm:awd_lstm', 'train.epochs', None, '—', 500, f'{_AWD} README.md:89'),
+    Setting('fine-tuning epochs', 'lm:awd_lstm', 'finetune_epochs', None, '—', 500, f'{_AWD} README.md:90'),
+    Setting('dynamic evaluation: lr η', 'dynamic_eval:dynamic_eval', 'dyn.lr', None, '—', 0.002, f'{_KR} README.md:68'),
+    Setting('dynamic evaluation: decay λ', 'dynamic_eval:dynamic_eval', 'dyn.lam', None, '—', 0.02, f'{_KR} README.md:68'),
+    Setting('dynamic evaluation: ε', 'dynamic_eval:dynamic_eval', 'dyn.eps', None, '—', 0.001, f'{_KR} README.md:68'),
+    Setting('dynamic evaluation: segment length', 'dynamic_eval:dynamic_eval', 'dyn.bptt', None, '—', 5, f'{_KR} dynamiceval.py:35'),
+    Setting('dynamic evaluation: statistics batch', 'dynamic_eval:dynamic_eval', 'dyn.stats_batch_size', None, '—', 100, f'{_KR} dynamiceval.py:33'),
+    Setting('seeds', 'lm:awd_lstm', 'n_seeds', None, '—', deviation='ours: the paper reports one run; three seeds give the spread the other papers are judged against'),
+]
 
 # %% ../nbs/09_awd_lstm.ipynb #d76c96a9
 from .plan import mean_sd

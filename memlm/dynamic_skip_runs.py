@@ -6,13 +6,14 @@
 from __future__ import annotations
 
 # %% auto #0
-__all__ = ['NUMBER_ROWS', 'AUTHORS_RL', 'PREPOSITIONS', 'GLOVE_URL', 'NER_PILOT_EPOCHS', 'NER_EPOCHS', 'NER_LR_FLOOR', 'SCALES',
-           'PARTS', 'NumberExp', 'number_data', 'classify_eval', 'number_model', 'train_number', 'trained_number',
-           'Fig4Exp', 'fig4_grad_norms', 'PTBExp', 'ptb_model', 'train_ptb', 'trained_ptb', 'skip_arcs', 'Fig6Exp',
-           'fig6_skips', 'NERExp', 'load_glove', 'conll_data', 'sgd_momentum', 'train_ner', 'choose_ner_epochs',
-           'last_gain', 'still_improving', 'lr_floor_epochs', 'IMDBExp', 'imdb_root', 'imdb_data', 'imdb_splits',
-           'train_imdb', 'ThroughputExp', 'skip_throughput', 'DynamicSkipScale', 'missing_data', 'make_plan', 'by_row',
-           'row_of', 'stop_summary', 'rows_record', 'delta_record', 'long_record', 'fig4_record']
+__all__ = ['NUMBER_ROWS', 'AUTHORS_RL', 'PREPOSITIONS', 'GLOVE_URL', 'NER_PILOT_EPOCHS', 'NER_EPOCHS', 'NER_GLOVE',
+           'NER_LR_FLOOR', 'SCALES', 'PARTS', 'SETTINGS', 'NumberExp', 'number_data', 'classify_eval', 'number_model',
+           'train_number', 'trained_number', 'Fig4Exp', 'fig4_grad_norms', 'PTBExp', 'ptb_model', 'train_ptb',
+           'trained_ptb', 'skip_arcs', 'Fig6Exp', 'fig6_skips', 'NERExp', 'load_glove', 'conll_data', 'sgd_momentum',
+           'train_ner', 'choose_ner_epochs', 'last_gain', 'still_improving', 'lr_floor_epochs', 'IMDBExp', 'imdb_root',
+           'imdb_data', 'imdb_splits', 'train_imdb', 'ThroughputExp', 'skip_throughput', 'DynamicSkipScale',
+           'missing_data', 'make_plan', 'by_row', 'row_of', 'stop_summary', 'rows_record', 'delta_record',
+           'long_record', 'fig4_record']
 
 # %% ../nbs/14a_dynamic_skip_runs.ipynb #5ef6d3e9
 import functools, math, re, tempfile
@@ -427,6 +428,7 @@ from .dynamic_skip import LAYERS   # the method
 # %% ../nbs/14a_dynamic_skip_runs.ipynb #c72670f0
 NER_PILOT_EPOCHS = 80          # the schedule pilot's length (the lr divided by 1.05 every epoch: lr/50 by its end)
 NER_EPOCHS: int | None = 61    # Table 2's fixed number of epochs, as `choose_ner_epochs` reads it off the pilot (None: not yet)
+NER_GLOVE = 'glove.6B.100d.txt'   # Ma & Hovy's 100-d GloVe vectors, in the data folder (paper scale; `GLOVE_URL`)
 NER_LR_FLOOR = 0.01            # then on to the epoch where the lr is 1 % of its start (`lr_floor_epochs`): at the pilot's length Table 2's runs still climbed
 
 # %% ../nbs/14a_dynamic_skip_runs.ipynb #509e8eb4
@@ -453,6 +455,7 @@ class DynamicSkipScale:
     # Table 4, IMDB; throughput
     imdb: dict                        # IMDBExp fields
     throughput: dict                  # ThroughputExp fields
+    imdb_seeds: int | None = 1        # seeds per IMDB row (None: every seed)
 
 # %% ../nbs/14a_dynamic_skip_runs.ipynb #2735401d
 SCALES = {
@@ -477,11 +480,11 @@ SCALES = {
         fig5_n_train=None, fig5_lams=(0.25, 0.5, 0.75, 1.0), fig5_Ks=(1, 3, 5, 10),
         ptb={}, ptb_seeds=None, fig6_seed=None,
         ner={}, ner_pilot_epochs=None, ner_epochs=50, ner_seeds={}, ner_tail_epochs=None, imdb={}, throughput={}),
-    'paper': DynamicSkipScale(
+    'paper': DynamicSkipScale(   # NER: Ma & Hovy's GloVe vectors (from the data folder), early stopping within 100 epochs; IMDB at every seed
         number=dict(epochs=100), number_seeded_rows=None, long_epochs=100,
         fig5_n_train=None, fig5_lams=(0.25, 0.5, 0.75, 1.0), fig5_Ks=(1, 3, 5, 10),
         ptb={}, ptb_seeds=None, fig6_seed=None,
-        ner={}, ner_pilot_epochs=None, ner_epochs=50, ner_seeds={}, ner_tail_epochs=None, imdb={}, throughput={})}
+        ner=dict(glove=NER_GLOVE), ner_pilot_epochs=None, ner_epochs=100, ner_seeds={}, ner_tail_epochs=None, imdb={}, imdb_seeds=None, throughput={})}
 
 # %% ../nbs/14a_dynamic_skip_runs.ipynb #d1ddb076
 PARTS = ('throughput', 'number', 'number_long', 'number_offset', 'number_offset_long', 'ptb', 'ner_schedule', 'ner', 'imdb', 'figures')
@@ -492,6 +495,8 @@ def missing_data(parts, scale: str, data_path: str | None = None) -> dict:
     out = {}
     if {'ner', 'ner_schedule'} & set(parts) and not has_corpus('conll2003', data_path):
         out['ner'] = f'CoNLL-2003 not found under {data_dir(data_path)}/conll2003 (eng.train, eng.testa, eng.testb)'
+    elif {'ner', 'ner_schedule'} & set(parts) and (g := SCALES[scale].ner.get('glove')) and not (data_dir(data_path)/g).exists():
+        out['ner'] = f'{g} not found under {data_dir(data_path)}: download {GLOVE_URL} and extract it there'
     if 'imdb' in parts and imdb_root(data_path) is None:
         out['imdb'] = f'IMDB is not available ({data_dir(data_path)}/aclImdb missing): download {IMDB_URL} and extract it there'
     return out
@@ -532,7 +537,8 @@ def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Pla
                                                   for k in LAYERS for s in seeds[:S.ner_seeds.get(k, len(seeds))]]
 
     imdbc = IMDBExp(**S.imdb)
-    parts['imdb'] = [Spec(train_imdb, replace(imdbc, kind=k, data_path=data_path), s0, name=f'imdb_{k}', data_id=imdbc.corpus) for k in LAYERS]
+    parts['imdb'] = [Spec(train_imdb, replace(imdbc, kind=k, data_path=data_path), s, name=f'imdb_{k}', data_id=imdbc.corpus)
+                     for k in LAYERS for s in seeds[:S.imdb_seeds]]
 
     parts['throughput'] = [Spec(skip_throughput, ThroughputExp(**S.throughput), s0, name='throughput')]
 
@@ -546,6 +552,59 @@ def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Pla
     fig6 = Spec(fig6_skips, Fig6Exp(lm=lm6.cfg, lm_run=lm6.folder), lm6.seed, name='fig6_skips', data_id=ptb_id, needs=(lm6,))
     parts['figures'] = [fig4, *fig5, fig6]
     return Plan('dynamic_skip', scale, {p: parts[p] for p in PARTS})
+
+# %% ../nbs/14a_dynamic_skip_runs.ipynb #cd9754ad
+from .plan import Setting
+_MH, _LM, _NP, _IM = 'Ma & Hovy 2016 Table 1, followed in §NER', "§Language Modeling (Zaremba et al.'s medium model)", '§Number Prediction', '§Sentiment Analysis on IMDB'
+SETTINGS = [
+    # Table 3: Penn Treebank
+    Setting('PTB: units (both layers)', 'ptb:ptb_lstm', 'nhid', 650, _LM),
+    Setting('PTB: uniform init range', 'ptb:ptb_lstm', 'init_range', 0.05, _LM),
+    Setting('PTB: BPTT steps', 'ptb:ptb_lstm', 'bptt', 35, _LM),
+    Setting('PTB: SGD lr', 'ptb:ptb_lstm', 'lr', 1., _LM),
+    Setting('PTB: gradient norm clip', 'ptb:ptb_lstm', 'clip', 5., _LM),
+    Setting('PTB: dropout', 'ptb:ptb_lstm', 'dropout', 0.5, _LM),
+    Setting('PTB: batch size', 'ptb:ptb_lstm', 'batch_size', 20, 'Zaremba et al. 2014 §4'),
+    Setting('PTB: epochs', 'ptb:ptb_lstm', 'epochs', 39, 'Zaremba et al. 2014 §4'),
+    Setting('PTB: lr ÷ per epoch', 'ptb:ptb_lstm', 'lr_decay', 1.2, 'Zaremba et al. 2014 §4'),
+    Setting('PTB: ... from epoch', 'ptb:ptb_lstm', 'lr_decay_start', 6, 'Zaremba et al. 2014 §4'),
+    Setting('PTB: skip space K', 'ptb:ptb_dynamic', 'K', 5, 'Table 3'),
+    Setting('PTB: λ', 'ptb:ptb_dynamic', 'lam', 1., 'Table 3'),
+    Setting('character LM (Table 3, CharLM rows)', None, None, 'CharLM with dynamic skip', 'Table 3',
+            deviation='not planned: the character-aware LM (Kim et al. 2016) is not implemented here'),
+    # Table 2: CoNLL-2003 NER
+    Setting('NER: word embeddings', 'ner:ner_lstm', 'glove', NER_GLOVE, "§NER ('100-dimension GloVe')"),
+    Setting('NER: word embedding size', 'ner:ner_lstm', 'word_dim', 100, '§NER'),
+    Setting('NER: LSTM units per direction', 'ner:ner_lstm', 'hidden', 200, _MH),
+    Setting('NER: SGD lr η₀', 'ner:ner_lstm', 'lr', 0.015, _MH),
+    Setting('NER: momentum', 'ner:ner_lstm', 'momentum', 0.9, 'Ma & Hovy 2016 §3.2'),
+    Setting('NER: batch size', 'ner:ner_lstm', 'batch_size', 10, _MH),
+    Setting('NER: gradient clip', 'ner:ner_lstm', 'clip', 5., _MH),
+    Setting('NER: lr schedule', 'ner:ner_lstm', 'lr_decay', 'η₀ / (1 + 0.05 t)', _MH,
+            deviation="η₀/1.05ᵗ: the trainer's schedules divide the lr by a constant each epoch; the same after one epoch, lower later (0.09 η₀ against 0.29 η₀ at epoch 50)"),
+    Setting('NER: epochs (cap)', 'ner:ner_lstm', 'epochs', deviation='ours: the paper stops early on dev F1 and finds its best at epoch 65 (§NER); a cap of 100 leaves room'),
+    Setting('NER: early-stopping patience', 'ner:ner_lstm', 'patience', deviation='ours: the paper names early stopping on dev, no patience'),
+    Setting('NER: skip space K', 'ner:ner_dynamic', 'K', deviation='ours: the paper gives none; as its language model'),
+    # Table 5: number prediction
+    Setting('number: LSTM units', 'number:np_len11_lstm', 'hidden', 200, _NP),
+    Setting('number: Adam lr', 'number:np_len11_lstm', 'lr', 1e-3, _NP),
+    Setting('number: train / dev / test', 'number:np_len11_lstm', 'n', (100_000, 10_000, 10_000), _NP),
+    Setting('number: skip space K', 'number:np_len11_dynamic_lam0.5', 'K', 10, 'Table 5'),
+    Setting('number: epochs (cap)', 'number:np_len11_lstm', 'epochs', deviation='ours: the paper gives none'),
+    Setting('number: early-stopping patience', 'number:np_len11_lstm', 'patience', deviation='ours: the paper gives none'),
+    # Table 4: IMDB
+    Setting('IMDB: LSTM units', 'imdb:imdb_lstm', 'hidden', 128, _IM),
+    Setting('IMDB: batch size', 'imdb:imdb_lstm', 'batch_size', 50, _IM),
+    Setting('IMDB: words (crop / pad)', 'imdb:imdb_lstm', 'max_len', 400, _IM),
+    Setting('IMDB: dropout before the classifier', 'imdb:imdb_lstm', 'dropout', 0.2, _IM),
+    Setting('IMDB: λ', 'imdb:imdb_dynamic', 'lam', 0.5, _IM),
+    Setting('IMDB: skip space K', 'imdb:imdb_dynamic', 'K', 3, _IM),
+    Setting('IMDB: word embeddings', 'imdb:imdb_lstm', 'emb', 'word2vec (300-d)', _IM,
+            deviation='word2vec vectors cannot be fetched here and the IMDB runs have no loader for them: 300-d embeddings from random init'),
+    Setting('IMDB: epochs', 'imdb:imdb_lstm', 'epochs', deviation='ours: the paper gives none'),
+    Setting('IMDB: seeds per row', 'imdb:imdb_lstm', 'n_seeds', deviation='ours: the paper reports one run; its 1-point claims need three seeds'),
+    Setting('seeds per row (number, PTB, NER)', 'ptb:ptb_lstm', 'n_seeds', deviation='ours: the paper reports one run per row'),
+]
 
 # %% ../nbs/14a_dynamic_skip_runs.ipynb #331e87cf
 from .plan import paired_diff, row_metrics

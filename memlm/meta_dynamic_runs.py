@@ -8,12 +8,12 @@ from __future__ import annotations
 # %% auto #0
 __all__ = ['METHODS', 'ADAM', 'AWD_SGD', 'SCALES', 'PARTS', 'META_VARIANTS', 'INITS', 'PILOT_LRS', 'STREAMS', 'STREAM_PILOT_LRS',
            'STREAM_BUDGET', 'STREAM_STARTS', 'STREAM_LEARNERS', 'STREAM_ABLATION', 'META_BUDGET', 'LEARNERS',
-           'PTB_LEARNERS', 'LEARN_READINGS', 'LEARN_READING_KEYS', 'COMPARISONS', 'FIG2_PAIRS', 'FIG2_DIFFS',
-           'CorpusExp', 'corpus_splits', 'LMExp', 'train_lm', 'trained_lm', 'full_corpus', 'CoreLMExp', 'core_lm',
-           'LMRef', 'load_lm', 'PrepExp', 'prepare', 'MethodExp', 'run_method', 'seed_free_start', 'step0_from_sibling',
-           'running_gap', 'NumericsExp', 'numerics', 'SpeedExp', 'eval_speed', 'MetaDynScale', 'wt2_lm_config',
-           'method_specs', 'stream_learner_name', 'choose_budget', 'learner_name', 'learning_specs', 'make_plan',
-           'against_start', 'learning_summary', 'stream_learning_summary', 'comparison', 'panel_losses',
+           'PTB_LEARNERS', 'LEARN_READINGS', 'LEARN_READING_KEYS', 'AWD', 'KR', 'SETTINGS', 'COMPARISONS', 'FIG2_PAIRS',
+           'FIG2_DIFFS', 'CorpusExp', 'corpus_splits', 'LMExp', 'train_lm', 'trained_lm', 'full_corpus', 'CoreLMExp',
+           'core_lm', 'LMRef', 'load_lm', 'PrepExp', 'prepare', 'MethodExp', 'run_method', 'seed_free_start',
+           'step0_from_sibling', 'running_gap', 'NumericsExp', 'numerics', 'SpeedExp', 'eval_speed', 'MetaDynScale',
+           'wt2_lm_config', 'method_specs', 'stream_learner_name', 'choose_budget', 'learner_name', 'learning_specs',
+           'make_plan', 'against_start', 'learning_summary', 'stream_learning_summary', 'comparison', 'panel_losses',
            'fig2_learning', 'fig2_data', 'fig2_record']
 
 # %% ../nbs/13b_meta_dynamic_runs.ipynb #e85b096e
@@ -620,6 +620,26 @@ def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Pla
                   rounds=S.speed_rounds, data_path=data_path)
     parts['speed'] = [Spec(eval_speed, sp, seeds[0], name='speed', data_id=data_identity(sp.corpus))]
     return Plan('meta_dynamic', scale, parts)
+
+# %% ../nbs/13b_meta_dynamic_runs.ipynb #ddeadd08
+from .plan import Setting
+AWD, KR = 'salesforce/awd-lstm-lm', 'benkrause/dynamic-evaluation'
+SETTINGS = [
+    Setting('WT2 LM: batch size', 'wt2:wt2_lm', 'train.batch_size', None, '—', 80, f'{AWD} main.py:30'),
+    Setting('WT2 LM: hidden dropout', 'wt2:wt2_lm', 'model.dropouth', None, '—', 0.2, f'{AWD} README.md:104'),
+    Setting('WT2 LM: input dropout', 'wt2:wt2_lm', 'model.dropouti', None, '—', 0.65, f'{AWD} main.py:38'),
+    Setting('WT2 LM: epochs', 'wt2:wt2_lm', 'train.epochs', None, '—', 750, f'{AWD} README.md:104'),
+    Setting('WT2 LM: fine-tuning epochs', 'wt2:wt2_lm', 'finetune_epochs', None, '—', 750, f'{AWD} README.md:105'),
+    Setting('dynamic evaluation: lr η', 'wt2:wt2_rms', 'dyn.lr', None, '—', 0.002, f'{KR} README.md:68'),
+    Setting('dynamic evaluation: decay λ', 'wt2:wt2_rms', 'dyn.lam', None, '—', 0.02, f'{KR} README.md:68'),
+    Setting('dynamic evaluation: ε', 'wt2:wt2_rms', 'dyn.eps', None, '—', 0.001, f'{KR} README.md:68'),
+    Setting('meta-training: unrolled segments', 'wt2:wt2_meta3', 'train.unroll', 40, '§3 (at least 40)'),
+    Setting('meta-training: tokens per segment', 'wt2:wt2_meta3', 'train.bptt', deviation="ours: the paper gives none; dynamic evaluation's 5"),
+    Setting('meta-training: Adam lr', 'wt2:wt2_meta3', 'train.lr', deviation='ours: the paper gives none (chosen from `meta_lrs` on held-out validation)'),
+    Setting('meta-training: meta-steps', 'wt2:wt2_meta3', 'train.steps', deviation='ours: the paper gives none'),
+    Setting('meta-learner: levels', 'wt2:wt2_meta3', 'meta.levels', deviation='ours: the three memory levels of §3, one run per depth'),
+    Setting('seeds per row', 'wt2:wt2_meta3', 'n_seeds', deviation='ours: the paper reports one run per row'),
+]
 
 # %% ../nbs/13b_meta_dynamic_runs.ipynb #574c0887
 COMPARISONS = (('rms_vs_static_pct', 'rms', 'static'), ('sgd_vs_static_pct', 'sgd', 'static'), ('sgd_vs_rms_pct', 'sgd', 'rms'), ('rms_free_vs_rms_pct', 'rms_free', 'rms'),

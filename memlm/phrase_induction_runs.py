@@ -6,9 +6,10 @@
 from __future__ import annotations
 
 # %% auto #0
-__all__ = ['FIG_SENTENCES', 'VOCAB', 'SCALES', 'PARTS', 'ROWS', 'PILMExp', 'build_pilm', 'plain_lm', 'n_params', 'train_pilm',
-           'trained_pilm', 'FigureExp', 'phrase_figures', 'PILMThroughputExp', 'pilm_throughput', 'TransformerExp',
-           'train_transformer', 'PILMScale', 'pilm_config', 'make_plan', 'paired_differences']
+__all__ = ['FIG_SENTENCES', 'VOCAB', 'SCALES', 'PARTS', 'ROWS', 'PILM', 'SETTINGS', 'PILMExp', 'build_pilm', 'plain_lm',
+           'n_params', 'train_pilm', 'trained_pilm', 'FigureExp', 'phrase_figures', 'PILMThroughputExp',
+           'pilm_throughput', 'TransformerExp', 'train_transformer', 'PILMScale', 'pilm_config', 'make_plan',
+           'paired_differences']
 
 # %% ../nbs/11a_phrase_induction_runs.ipynb #394bdd4d
 from dataclasses import dataclass, field, replace
@@ -182,6 +183,7 @@ class PILMScale:
     max_steps_per_epoch: int | None = None  # a cap on the steps of an epoch (None: all of the training split)
     log_interval: int | None = None         # steps between training log lines
     finetune_epochs: int = 0                # the cap of the fine-tuning phase (averaged SGD from the start) of the fine-tuned rows; 0: none
+    wt2_finetune_epochs: int | None = None  # Table 2's (None: `finetune_epochs`)
     ablation_seeds: int | None = None       # the first this many seeds run the -NS rows (None: all; cpu: seed 0, as readings); -attention runs every seed
     fig_sentences: tuple | None = None      # Figures 3–4's example sentences (None: the paper's, `FIG_SENTENCES`)
     function_words: tuple | None = None     # the function words of the heights by word class (None: `FUNCTION_WORDS`)
@@ -200,7 +202,7 @@ SCALES = {
     'gpu': PILMScale(model=AWDLSTMConfig.awd_ptb(vocab_size=VOCAB['ptb']), wt2_model=AWDLSTMConfig.awd_wt2(vocab_size=VOCAB['wikitext-2']),
                      batch_size=20, wt2_batch_size=60, bptt=70, epochs=60, log_interval=100, finetune_epochs=40),
     'paper': PILMScale(model=AWDLSTMConfig.awd_ptb(vocab_size=VOCAB['ptb']), wt2_model=AWDLSTMConfig.awd_wt2(vocab_size=VOCAB['wikitext-2']),
-                       batch_size=20, wt2_batch_size=60, bptt=70, epochs=800, log_interval=100, finetune_epochs=500)}
+                       batch_size=20, wt2_batch_size=60, bptt=70, epochs=800, log_interval=100, finetune_epochs=500, wt2_finetune_epochs=750)}
 
 # %% ../nbs/11a_phrase_induction_runs.ipynb #e57967c1
 PARTS = ('table1', 'ablations', 'finetune', 'figures', 'wt2', 'transformer', 'throughput')
@@ -234,7 +236,7 @@ def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Pla
                 for k in names}
         if S.core_recipe:   # the baseline is the core's AWD-LSTM: its runs, shared with `09_awd_lstm` (same config, same folders)
             runs['baseline'] = [borrow(s, 'awd_lstm', 'baseline') for s in core.make_plan(scale, seeds, data_path).parts['lm']]
-        ft = S.finetune_epochs
+        ft = S.wt2_finetune_epochs if corpus == 'wikitext-2' and S.wt2_finetune_epochs is not None else S.finetune_epochs
         for k in ft_names if ft else ():
             runs[f'{k}_ft'] = [Spec(train_pilm, replace(cfgs[k], finetune_epochs=ft), r.seed, name=f'{k}_ft', data_id=did, extends=r)
                                for r in runs.get(k) or [Spec(train_pilm, cfgs[k], s, name=k, data_id=did) for s in seeds]]
@@ -258,6 +260,46 @@ def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Pla
                         for k in ('baseline', 'full') for s in seeds] if S.transformer else [],
         'throughput': [Spec(pilm_throughput, tp, seeds[0], name='throughput')]})
     return plan
+
+# %% ../nbs/11a_phrase_induction_runs.ipynb #a5c1d5bd
+from .plan import Setting
+PILM = 'luohongyin/PILM'
+SETTINGS = [
+    Setting('PTB: layers', 'table1:full', 'model.nlayers', 3, '§5.1'),
+    Setting('PTB: hidden units', 'table1:full', 'model.nhid', 1150, '§5.1'),
+    Setting('PTB: embedding size', 'table1:full', 'model.emsize', 400, '§5.1'),
+    Setting('PTB: tied embeddings', 'table1:full', 'model.tied', True, '§5.1'),
+    Setting('PTB: hidden (variational) dropout', 'table1:full', 'model.dropouth', 0.25, '§5.1', 0.25, f'{PILM} train_span.sh:4'),
+    Setting('PTB: weight dropout', 'table1:full', 'model.wdrop', 0.5, '§5.1', 0.5, f'{PILM} main_span.py:43'),
+    Setting('PTB: input dropout', 'table1:full', 'model.dropouti', None, '—', 0.4, f'{PILM} train_span.sh:3'),
+    Setting('PTB: embedding dropout', 'table1:full', 'model.dropoute', None, '—', 0.1, f'{PILM} main_span.py:41'),
+    Setting('PTB: output dropout', 'table1:full', 'model.dropout', None, '—', 0.4, f'{PILM} main_span.py:35'),
+    Setting('lr (SGD, then ASGD)', 'table1:full', 'train.lr', 30., '§5.1', 30., f'{PILM} main_span.py:25'),
+    Setting('gradient clip', 'table1:full', 'train.clip', 0.25, '§5.1', 0.25, f'{PILM} main_span.py:27'),
+    Setting('PTB: batch size', 'table1:full', 'train.batch_size', None, '—', 20, f'{PILM} train_span.sh:1'),
+    Setting('BPTT', 'table1:full', 'train.bptt', None, '—', 70, f'{PILM} main_span.py:33'),
+    Setting('weight decay', 'table1:full', 'train.weight_decay', None, '—', 1.2e-6, f'{PILM} main_span.py:64'),
+    Setting('AR α', 'table1:full', 'train.alpha', None, '—', 2., f'{PILM} main_span.py:60'),
+    Setting('TAR β', 'table1:full', 'train.beta', None, '—', 1., f'{PILM} main_span.py:62'),
+    Setting('NT-ASGD patience', 'table1:full', 'train.nonmono', None, '—', 5, f'{PILM} main_span.py:47'),
+    Setting('PTB: epochs', 'table1:full', 'train.epochs', None, '—', 800, f'{PILM} train_span.sh:6'),
+    Setting('PTB: fine-tuning epochs', 'finetune:full_ft', 'finetune_epochs', None, '—', 500, f'{PILM} finetune_ptb.sh:7'),
+    Setting('negative samples per context', 'table1:full', 'phrase.n_neg', 1, '§5.1', 0, f'{PILM} main_span.py:277'),   # the released main run: zero negatives (the -NS row)
+    Setting('alignment loss weight γ', 'table1:full', 'phrase.gamma', 0.5, '§5.1', 0.5, f'{PILM} main_span.py:58'),
+    Setting('alignment context: layer 2 of 3', 'table1:full', 'phrase.context_layer', -2, '§5.1'),
+    Setting('height TCN window', 'table1:full', 'phrase.kernel', None, '—', 5, f'{PILM} main_span.py:123'),
+    Setting('hard-tanh temperature', 'table1:full', 'phrase.temperature', None, '—', 10., f'{PILM} tcn.py:47'),
+    Setting('attention smoothing c', 'table1:full', 'phrase.smooth', None, '—', 10., f'{PILM} tcn.py:117'),
+    Setting('phrase-embedding dropout', 'table1:full', 'phrase.dropout', None, '—', 0.5, f'{PILM} main_span.py:130'),
+    Setting('WT2: batch size', 'wt2:full', 'train.batch_size', 60, '§5.2', 80, f'{PILM} main_span.py:31'),
+    Setting('WT2: input dropout', 'wt2:full', 'model.dropouti', 0.65, '§5.2', 0.65, f'{PILM} main_span.py:39'),
+    Setting('WT2: hidden dropout', 'wt2:full', 'model.dropouth', 0.2, '§5.2', 0.2, f'{PILM} train_span_wt2.sh:2'),
+    Setting('WT2: epochs', 'wt2:full', 'train.epochs', None, '—', 800, f'{PILM} train_span_wt2.sh:4'),
+    Setting('WT2: fine-tuning epochs', 'wt2:full_ft', 'finetune_epochs', None, '—', 750, f'{PILM} finetune_wt2.sh:2'),
+    Setting('seeds per row', 'table1:full', 'n_seeds', None, '—', deviation='ours: the paper reports one run per row; three seeds give each change a spread'),
+    Setting('WT103, Transformer-XL Large + phrase induction', None, None, '1 epoch of fine-tuning', 'Table 3, §5.3',
+            deviation='not planned: the 257M-parameter model and WT103 are beyond this budget; the module is shown on a small Transformer instead'),
+]
 
 # %% ../nbs/11a_phrase_induction_runs.ipynb #85bc89d1
 def paired_differences(rows: dict[str, dict[int, dict]], a: str, b: str, keys=('val_ppl', 'test_ppl')) -> dict:

@@ -6,9 +6,10 @@
 from __future__ import annotations
 
 # %% auto #0
-__all__ = ['LR_CHECK', 'CPU_LR', 'SCALES', 'PARTS', 'ATTENTIVE', 'WINDOWS', 'NGRAMS', 'LONG_KINDS', 'sa_corpus', 'ShortAttnExp',
-           'train_lm', 'trained_lm', 'ThroughputExp', 'SettingCostExp', 'setting_costs', 'measure_throughput', 'CBTExp',
-           'cbt_corpus', 'train_cbt', 'ShortAttnScale', 'run_name', 'lm_base', 'matched', 'wide_controls', 'make_plan']
+__all__ = ['LR_CHECK', 'CPU_LR', 'SCALES', 'PARTS', 'ATTENTIVE', 'WINDOWS', 'NGRAMS', 'LONG_KINDS', 'SETTINGS', 'sa_corpus',
+           'ShortAttnExp', 'train_lm', 'trained_lm', 'ThroughputExp', 'SettingCostExp', 'setting_costs',
+           'measure_throughput', 'CBTExp', 'cbt_corpus', 'train_cbt', 'ShortAttnScale', 'run_name', 'lm_base',
+           'matched', 'wide_controls', 'make_plan']
 
 # %% ../nbs/12a_short_attention_runs.ipynb #50ae675f
 import contextlib, functools, math, statistics
@@ -172,7 +173,7 @@ class ShortAttnScale:
     vocab_size: int               # the corpus's vocabulary (checked by train_lm)
     size: int                     # w = k of the plain LSTM (cpu: |V| / w = 250, the paper's ≈ 257)
     lr: float                     # Adam's learning rate (cpu: CPU_LR; elsewhere the paper's 1e-3)
-    epochs: int                   # the epoch cap (paper: its fixed 30 epochs)
+    epochs: int                   # the epoch cap (the paper gives none; paper scale: ours, 30)
     patience: int | None = None   # early stopping after this many epochs without a validation gain (None: train every epoch)
     min_delta: float = 0.         # the validation-loss gain that counts (2e-3: 0.2% perplexity)
     tol: float = 0.01             # parameter matching (tiny smoke models cannot all match within 1%)
@@ -248,3 +249,27 @@ def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Pla
                   data_id=','.join(data_identity(c) for c, _ in SettingCostExp.candidates))] if scale == 'cpu' else []
     return Plan('short_attention', scale, dict(lr_check=lr_check, table1=table1, controls=controls, window=window, attention=attention, long=long, ngram=ngram,
                                                throughput=[Spec(measure_throughput, tp, s0, name='throughput'), *costs], cbt=cbt))
+
+# %% ../nbs/12a_short_attention_runs.ipynb #ff6bb014
+from .plan import Setting
+SETTINGS = [
+    Setting('optimiser: Adam, lr', 'table1:lstm', 'train.lr', 1e-3, '§4'),
+    Setting('batch size', 'table1:lstm', 'train.batch_size', 64, '§4'),
+    Setting('gradient clip (norm)', 'table1:lstm', 'train.clip', 5., '§4'),
+    Setting('BPTT steps', 'table1:lstm', 'train.bptt', 20, '§4'),
+    Setting('forget-gate bias at init', 'table1:lstm', 'model.forget_bias', 1., '§4'),
+    Setting('uniform init range', 'table1:lstm', 'model.init_range', 0.1, '§4'),
+    Setting('N of the N-gram RNN', 'table1:ngram4', 'model.ngram', 4, '§4'),
+    Setting('corpus', 'table1:lstm', 'corpus', 'Wikipedia, 7500 articles', '§4',
+            deviation='the authors\' Wikipedia corpus is not public; WikiText-2 is Wikipedia articles too, reset at each'),
+    Setting('LSTM: embedding w = hidden k', 'table1:lstm', 'model.hidden_size',
+            deviation='ours: the sizes of Table 1 did not survive in the text; 300, the hidden size of §2.3'),
+    Setting('key-value-predict: hidden size (3 parts)', 'table1:kvp_L10', 'model.hidden_size', 300, '§2.3',
+            deviation="§4 adjusts every model's hidden size to the LSTM's parameter count; §2.3's 300 (100 per part) has fewer parameters"),
+    Setting('attention window L', 'table1:kvp_L10', 'model.window',
+            deviation="ours: Table 1's window did not survive in the text (Figure 2a sweeps 1-15)"),
+    Setting('LSTM layers', 'table1:lstm', 'model.nlayers', deviation='ours: the text gives no depth'),
+    Setting('dropout', 'table1:lstm', 'model.dropout', deviation='ours: the text mentions none'),
+    Setting('epochs', 'table1:lstm', 'train.epochs', deviation='ours: the paper gives no epoch count; the best validation epoch is kept'),
+    Setting('seeds per row', 'table1:lstm', 'n_seeds', deviation='ours: the paper reports one run per row; three seeds give each gap a spread'),
+]

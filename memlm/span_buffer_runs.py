@@ -8,13 +8,14 @@ from __future__ import annotations
 # %% auto #0
 __all__ = ['CONTROLS', 'PARTS', 'SCREEN_ETAS', 'FORM_ETAS', 'READING', 'CLIP_EXTRA', 'LAG_READINGS', 'LAG_SCREEN_BEST',
            'LAG_FULL', 'CPU_ETA', 'ETA_READINGS', 'SYNTH_DIAGNOSTICS', 'RECALL_VARIANTS', 'LM_TRAIN', 'SMOKE_TRAIN',
-           'AWD_TRAIN', 'MOS_TRAIN', 'CHECK_TRAIN', 'CHECKS', 'CHECK_ARMS', 'SCALES', 'LABELS', 'SynthConfig',
-           'RecallConfig', 'lm_corpus', 'SNBExp', 'build_lm', 'train_lm', 'trained_lm', 'DynEvalExp', 'dyneval_lm',
-           'SnapshotExp', 'snapshot_lm', 'ControlsExp', 'snb_controls_lm', 'MixtureFloorLM', 'WholeMixtureLM',
-           'ThroughputExp', 'snb_throughput', 'screen_train', 'screen_specs', 'form_specs', 'screen_last_ppl',
-           'choose_form_etas', 'lag_readings', 'lag_screen_specs', 'choose_lag_screen', 'lag_full_specs',
-           'choose_lag_full', 'synth_diagnostics', 'recall_variants', 'SNBScale', 'lm_configs', 'check_specs',
-           'make_plan', 'metrics_of', 'named', 'per_seed', 'paired', 'lm_table', 'table3', 'matched_reading']
+           'AWD_TRAIN', 'MOS_TRAIN', 'CHECK_TRAIN', 'CHECKS', 'CHECK_ARMS', 'SCALES', 'AWD', 'MOS', 'KR', 'SETTINGS',
+           'LABELS', 'SynthConfig', 'RecallConfig', 'lm_corpus', 'SNBExp', 'build_lm', 'train_lm', 'trained_lm',
+           'DynEvalExp', 'dyneval_lm', 'SnapshotExp', 'snapshot_lm', 'ControlsExp', 'snb_controls_lm', 'MixtureFloorLM',
+           'WholeMixtureLM', 'ThroughputExp', 'snb_throughput', 'screen_train', 'screen_specs', 'form_specs',
+           'screen_last_ppl', 'choose_form_etas', 'lag_readings', 'lag_screen_specs', 'choose_lag_screen',
+           'lag_full_specs', 'choose_lag_full', 'synth_diagnostics', 'recall_variants', 'SNBScale', 'lm_configs',
+           'check_specs', 'make_plan', 'metrics_of', 'named', 'per_seed', 'paired', 'lm_table', 'table3',
+           'matched_reading']
 
 # %% ../nbs/10a_span_buffer_runs.ipynb #33a30e10
 import copy, functools, json, math
@@ -89,6 +90,7 @@ class SNBExp:
     eval_bptt: int = 70
     articles: bool = True                        # use the corpus's article starts (buffer resets in training, state resets at test)
     data_path: str | None = field(default=None, metadata={'key': False})
+    finetune_lr: float | None = field(default=None, metadata={'key': 'if_set'})   # the fine-tuning phase's lr (None: the training lr; MoS fine-tunes at its own)
 
 # %% ../nbs/10a_span_buffer_runs.ipynb #c485f76a
 def build_lm(cfg: SNBExp) -> nn.Module:
@@ -110,7 +112,8 @@ def train_lm(cfg: SNBExp, seed: int, ctx: RunContext) -> dict:
     extra = snb_extra_loss if snb else None
     hist = ctx.fit(model, task, replace(cfg.train, seed=seed), extra_loss=extra)
     if cfg.finetune_epochs:
-        hist = hist + ctx.fit(model, task, replace(cfg.train, seed=seed, finetune=True, epochs=cfg.finetune_epochs, time_budget_s=None),
+        hist = hist + ctx.fit(model, task, replace(cfg.train, seed=seed, finetune=True, epochs=cfg.finetune_epochs, time_budget_s=None,
+                                                   lr=cfg.train.lr if cfg.finetune_lr is None else cfg.finetune_lr),
                               stage='finetune', extra_loss=extra)
     uni = unigram_logprobs(corpus.train, len(corpus.vocab)) if snb else None
     ev = functools.partial(snb_evaluate, unigram=uni) if snb else evaluate     # +SNB: with the controls
@@ -413,11 +416,18 @@ class SNBScale:
     train: dict | None                   # the LMs' `TrainConfig`: its fields beyond `LM_TRAIN` (None: the core's cpu recipe, unchanged)
     mos_train: dict = field(default_factory=dict)   # the MoS LMs' changes to it
     finetune_epochs: int = 0             # AWD-LSTM's second phase (averaged SGD from the start)
+    wt2_train: dict = field(default_factory=dict)   # the WikiText-2 LMs' changes to the training config (AWD-LSTM's WT2 recipe)
+    wt2_mos_train: dict | None = None    # the WikiText-2 MoS LMs' changes to it (None: `mos_train`)
+    wt2_finetune_epochs: int | None = None   # WikiText-2's fine-tuning phase (None: `finetune_epochs`)
+    mos_finetune: dict = field(default_factory=dict)       # the MoS LMs' fine-tuning: 'epochs' and 'lr' (MoS's own; none: as the softmax LMs)
+    wt2_mos_finetune: dict | None = None  # WikiText-2's (None: `mos_finetune`)
     eval_bptt: int = 70                  # the LMs' validation and test window
     # dynamic evaluation of the LMs (+DE rows)
     de_stats_cap: int | None = None      # batches of gradient statistics (None: the whole training set)
     de_splits: tuple = ('valid', 'test')  # the splits scored
     de_max_tokens: int | None = None     # score only the first tokens of each split (None: all of it)
+    mos_dyn: dict = field(default_factory=dict)        # the MoS LMs' changes to Krause's settings (`DynEvalConfig.paper`): MoS's own, PTB
+    wt2_mos_dyn: dict = field(default_factory=dict)    # ... and WikiText-2
     # analysis
     sweep_spans: tuple = (4, 8)          # the sweep: span lengths L ...
     sweep_buffers: tuple = (512, 2048)   # ... times buffer sizes B
@@ -474,17 +484,21 @@ SCALES = {
         soft=AWDLSTMConfig.awd_ptb(), mos=AWDLSTMConfig.mos_ptb(), snb={},
         wt2_soft=AWDLSTMConfig.awd_wt2(), wt2_mos=AWDLSTMConfig.mos_wt2(), wt2_snb=dict(span_len=4, buffer_size=512, train_temp=10., eval_temp=0.01),
         train=AWD_TRAIN | dict(epochs=60), mos_train=MOS_TRAIN, **CHECKS),
-    'paper': SNBScale(   # as gpu, at the papers' lengths: 500 epochs (MoS 1000) + 500 of fine-tuning
+    'paper': SNBScale(   # as gpu, with the base models' public recipes in full (see the settings table of 10_span_buffer)
         soft=AWDLSTMConfig.awd_ptb(), mos=AWDLSTMConfig.mos_ptb(), snb={},
         wt2_soft=AWDLSTMConfig.awd_wt2(), wt2_mos=AWDLSTMConfig.mos_wt2(), wt2_snb=dict(span_len=4, buffer_size=512, train_temp=10., eval_temp=0.01),
-        train=AWD_TRAIN | dict(epochs=500), mos_train=MOS_TRAIN | dict(epochs=1000), finetune_epochs=500, **CHECKS)}
+        train=AWD_TRAIN | dict(epochs=500), finetune_epochs=500,                          # AWD-LSTM, PTB: 500 + 500 epochs at batch 20
+        wt2_train=dict(batch_size=80, epochs=750), wt2_finetune_epochs=750,               # AWD-LSTM, WT2: batch 80, 750 + 750
+        mos_train=MOS_TRAIN | dict(epochs=1000, max_bptt=110), mos_finetune=dict(epochs=1000, lr=25.),   # MoS, PTB: windows capped at bptt + 40
+        wt2_mos_train=dict(lr=15., batch_size=15, max_bptt=90, epochs=1000), wt2_mos_finetune=dict(epochs=1000, lr=20.),
+        mos_dyn=dict(lam=0.075), wt2_mos_dyn=dict(eps=0.002), **CHECKS)}
 
 # %% ../nbs/10a_span_buffer_runs.ipynb #a50c78f8
-def _train_cfg(scale: str, mos: bool = False) -> TrainConfig:
+def _train_cfg(scale: str, mos: bool = False, wt2: bool = False) -> TrainConfig:
     "The training config of the LM runs at `scale` (the same for base and +SNB): its row of `SCALES`, or the core's cpu recipe (09_awd_lstm)."
     S = SCALES[scale]
-    t = core.awd_configs('cpu')[0].train if S.train is None else TrainConfig(**(LM_TRAIN | S.train))
-    return replace(t, **S.mos_train) if mos else t
+    t = core.awd_configs('cpu')[0].train if S.train is None else TrainConfig(**(LM_TRAIN | S.train | (S.wt2_train if wt2 else {})))
+    return replace(t, **(S.wt2_mos_train if wt2 and S.wt2_mos_train is not None else S.mos_train)) if mos else t
 
 # %% ../nbs/10a_span_buffer_runs.ipynb #5c287135
 def lm_configs(scale: str, corpus: str = 'ptb', data_path: str | None = None) -> dict[str, SNBExp]:
@@ -496,9 +510,13 @@ def lm_configs(scale: str, corpus: str = 'ptb', data_path: str | None = None) ->
     if isinstance(mos, dict): mos = AWDLSTMConfig.mos_cpu(vocab_size=soft.vocab_size, nlayers=soft.nlayers, **mos)
     snb = SNBConfig(**snb)
     if scale != 'smoke' and READING is not None: snb = replace(snb, reward_form=READING[0], eta=READING[1])   # the reading chosen at cpu, every real scale's default
-    base = dict(corpus=corpus if synth is None else 'synthetic', synth=synth, finetune_epochs=S.finetune_epochs, eval_bptt=S.eval_bptt, data_path=data_path)
-    return dict(awd=SNBExp(model=soft, snb=None, train=_train_cfg(scale), **base), awd_snb=SNBExp(model=soft, snb=snb, train=_train_cfg(scale), **base),
-                mos=SNBExp(model=mos, snb=None, train=_train_cfg(scale, True), **base), mos_snb=SNBExp(model=mos, snb=snb, train=_train_cfg(scale, True), **base))
+    ft = S.wt2_finetune_epochs if wt2 and S.wt2_finetune_epochs is not None else S.finetune_epochs
+    mft = S.wt2_mos_finetune if wt2 and S.wt2_mos_finetune is not None else S.mos_finetune
+    base = dict(corpus=corpus if synth is None else 'synthetic', synth=synth, eval_bptt=S.eval_bptt, data_path=data_path)
+    sm = dict(finetune_epochs=ft, train=_train_cfg(scale, wt2=wt2)) | base
+    mm = dict(finetune_epochs=mft.get('epochs', ft), finetune_lr=mft.get('lr'), train=_train_cfg(scale, True, wt2)) | base
+    return dict(awd=SNBExp(model=soft, snb=None, **sm), awd_snb=SNBExp(model=soft, snb=snb, **sm),
+                mos=SNBExp(model=mos, snb=None, **mm), mos_snb=SNBExp(model=mos, snb=snb, **mm))
 
 # %% ../nbs/10a_span_buffer_runs.ipynb #42369c42
 def _lm_specs(cfgs: dict, seeds: list, mos_seeds: list, prefix: str = '', carry: bool = False) -> dict[str, list[Spec]]:
@@ -509,8 +527,9 @@ def _lm_specs(cfgs: dict, seeds: list, mos_seeds: list, prefix: str = '', carry:
 def _de_specs(lms: dict[str, list[Spec]], scale: str, prefix: str = '') -> list[Spec]:
     S = SCALES[scale]
     dyn = DynEvalConfig.paper(max_stats_batches=S.de_stats_cap)
+    def dyn_of(name): return replace(dyn, **(S.wt2_mos_dyn if name.startswith('wt2_') else S.mos_dyn)) if 'mos' in name else dyn   # MoS: its own
     kw = dict(splits=S.de_splits, max_tokens=S.de_max_tokens)
-    return [Spec(dyneval_lm, DynEvalExp(lm=l.cfg, lm_run=l.folder, dyn=dyn, **kw), l.seed, name=f'{l.name}_de', data_id=l.data_id, needs=(l,))
+    return [Spec(dyneval_lm, DynEvalExp(lm=l.cfg, lm_run=l.folder, dyn=dyn_of(l.name), **kw), l.seed, name=f'{l.name}_de', data_id=l.data_id, needs=(l,))
             for specs in lms.values() for l in specs]
 
 # %% ../nbs/10a_span_buffer_runs.ipynb #c70ad35f
@@ -572,6 +591,88 @@ def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Pla
     # the MoS rows are a comparison of their own: a campaign may train them on a GPU though the AWD-LSTM rows of a seed trained on the CPU
     plan.pair_groups = {s.name: 'wt2_mos' if s.name.startswith('wt2_') else 'mos' for s in plan.specs(['lm', 'dynamic_eval', 'wt2']) if 'mos' in s.name}
     return plan
+
+# %% ../nbs/10a_span_buffer_runs.ipynb #acb3ab48
+from .plan import Setting
+AWD, MOS, KR = 'salesforce/awd-lstm-lm', 'zihangdai/mos', 'benkrause/dynamic-evaluation'
+_T5 = 'Table 5'
+SETTINGS = [
+    # AWD-LSTM on PTB (Tables 1, 3): the base model and its recipe
+    Setting('PTB AWD-LSTM: layers', 'awd', 'model.nlayers', None, '—', 3, f'{AWD} main.py:22'),
+    Setting('PTB AWD-LSTM: hidden units', 'awd', 'model.nhid', None, '—', 1150, f'{AWD} main.py:20'),
+    Setting('PTB AWD-LSTM: embedding size', 'awd', 'model.emsize', None, '—', 400, f'{AWD} main.py:18'),
+    Setting('PTB AWD-LSTM: output dropout', 'awd', 'model.dropout', None, '—', 0.4, f'{AWD} main.py:34'),
+    Setting('PTB AWD-LSTM: hidden dropout', 'awd', 'model.dropouth', None, '—', 0.25, f'{AWD} README.md:89'),
+    Setting('PTB AWD-LSTM: input dropout', 'awd', 'model.dropouti', None, '—', 0.4, f'{AWD} README.md:89'),
+    Setting('PTB AWD-LSTM: embedding dropout', 'awd', 'model.dropoute', None, '—', 0.1, f'{AWD} main.py:40'),
+    Setting('PTB AWD-LSTM: weight dropout', 'awd', 'model.wdrop', None, '—', 0.5, f'{AWD} main.py:42'),
+    Setting('PTB AWD-LSTM: lr (SGD)', 'awd', 'train.lr', None, '—', 30., f'{AWD} main.py:24'),
+    Setting('PTB AWD-LSTM: batch size', 'awd', 'train.batch_size', None, '—', 20, f'{AWD} README.md:89'),
+    Setting('PTB AWD-LSTM: BPTT', 'awd', 'train.bptt', None, '—', 70, f'{AWD} main.py:32'),
+    Setting('PTB AWD-LSTM: gradient clip', 'awd', 'train.clip', None, '—', 0.25, f'{AWD} main.py:26'),
+    Setting('PTB AWD-LSTM: weight decay', 'awd', 'train.weight_decay', None, '—', 1.2e-6, f'{AWD} main.py:59'),
+    Setting('PTB AWD-LSTM: AR α', 'awd', 'train.alpha', None, '—', 2., f'{AWD} main.py:55'),
+    Setting('PTB AWD-LSTM: TAR β', 'awd', 'train.beta', None, '—', 1., f'{AWD} main.py:57'),
+    Setting('PTB AWD-LSTM: NT-ASGD patience', 'awd', 'train.nonmono', None, '—', 5, f'{AWD} main.py:46'),
+    Setting('PTB AWD-LSTM: epochs', 'awd', 'train.epochs', None, '—', 500, f'{AWD} README.md:89'),
+    Setting('PTB AWD-LSTM: fine-tuning epochs', 'awd', 'finetune_epochs', None, '—', 500, f'{AWD} README.md:90'),
+    # the buffer (Table 5) and the reward (Eqs. 12-13)
+    Setting('PTB SNB: training temperature', 'awd_snb', 'snb.train_temp', 100., _T5),
+    Setting('PTB SNB: evaluation temperature', 'awd_snb', 'snb.eval_temp', 0.1, _T5),
+    Setting('PTB SNB: span length L', 'awd_snb', 'snb.span_len', 8, _T5),
+    Setting('PTB SNB: buffer size B', 'awd_snb', 'snb.buffer_size', 2048, _T5),
+    Setting('WT2 SNB: training temperature', 'wt2_awd_snb', 'snb.train_temp', 10., _T5),
+    Setting('WT2 SNB: evaluation temperature', 'wt2_awd_snb', 'snb.eval_temp', 0.01, _T5),
+    Setting('WT2 SNB: span length L', 'wt2_awd_snb', 'snb.span_len', 4, _T5),
+    Setting('WT2 SNB: buffer size B', 'wt2_awd_snb', 'snb.buffer_size', 512, _T5),
+    Setting('reward clip a', 'awd_snb', 'snb.a', 10., 'Eq. 12'),
+    Setting('reward power κ', 'awd_snb', 'snb.kappa', 5., 'Eq. 12'),
+    Setting('reward baseline b', 'awd_snb', 'snb.b', 1., 'Eq. 12'),
+    Setting('reward slope β', 'awd_snb', 'snb.beta', 3., 'Eq. 13'),
+    Setting('reward weight η', 'awd_snb', 'snb.eta', deviation='ours: the paper gives none (chosen on the cpu runs, `READING`)'),
+    # AWD-LSTM on WikiText-2 (Table 2)
+    Setting('WT2 AWD-LSTM: hidden dropout', 'wt2_awd', 'model.dropouth', None, '—', 0.2, f'{AWD} README.md:104'),
+    Setting('WT2 AWD-LSTM: input dropout', 'wt2_awd', 'model.dropouti', None, '—', 0.65, f'{AWD} main.py:38'),
+    Setting('WT2 AWD-LSTM: batch size', 'wt2_awd', 'train.batch_size', None, '—', 80, f'{AWD} main.py:30'),
+    Setting('WT2 AWD-LSTM: epochs', 'wt2_awd', 'train.epochs', None, '—', 750, f'{AWD} README.md:104'),
+    Setting('WT2 AWD-LSTM: fine-tuning epochs', 'wt2_awd', 'finetune_epochs', None, '—', 750, f'{AWD} README.md:105'),
+    # MoS (Tables 1-2)
+    Setting('PTB MoS: hidden units', 'mos', 'model.nhid', None, '—', 960, f'{MOS} README.md:38'),
+    Setting('PTB MoS: last layer', 'mos', 'model.nhidlast', None, '—', 620, f'{MOS} README.md:38'),
+    Setting('PTB MoS: embedding size', 'mos', 'model.emsize', None, '—', 280, f'{MOS} README.md:38'),
+    Setting('PTB MoS: experts', 'mos', 'model.n_experts', None, '—', 15, f'{MOS} README.md:38'),
+    Setting('PTB MoS: hidden dropout', 'mos', 'model.dropouth', None, '—', 0.225, f'{MOS} README.md:38'),
+    Setting('PTB MoS: latent dropout', 'mos', 'model.dropoutl', None, '—', 0.29, f'{MOS} README.md:38'),
+    Setting('PTB MoS: lr', 'mos', 'train.lr', None, '—', 20., f'{MOS} README.md:38'),
+    Setting('PTB MoS: batch size', 'mos', 'train.batch_size', None, '—', 12, f'{MOS} README.md:38'),
+    Setting('PTB MoS: longest window (bptt + delta)', 'mos', 'train.max_bptt', None, '—', 110, f'{MOS} main.py:79'),
+    Setting('PTB MoS: epochs', 'mos', 'train.epochs', None, '—', 1000, f'{MOS} README.md:38'),
+    Setting('PTB MoS: fine-tuning lr', 'mos', 'finetune_lr', None, '—', 25., f'{MOS} README.md:42'),
+    Setting('PTB MoS: fine-tuning epochs', 'mos', 'finetune_epochs', None, '—', 1000, f'{MOS} README.md:42'),
+    Setting('WT2 MoS: hidden units', 'wt2_mos', 'model.nhid', None, '—', 1150, f'{MOS} README.md:54'),
+    Setting('WT2 MoS: last layer', 'wt2_mos', 'model.nhidlast', None, '—', 650, f'{MOS} README.md:54'),
+    Setting('WT2 MoS: embedding size', 'wt2_mos', 'model.emsize', None, '—', 300, f'{MOS} README.md:54'),
+    Setting('WT2 MoS: input dropout', 'wt2_mos', 'model.dropouti', None, '—', 0.55, f'{MOS} README.md:54'),
+    Setting('WT2 MoS: lr', 'wt2_mos', 'train.lr', None, '—', 15., f'{MOS} README.md:54'),
+    Setting('WT2 MoS: batch size', 'wt2_mos', 'train.batch_size', None, '—', 15, f'{MOS} README.md:54'),
+    Setting('WT2 MoS: longest window (bptt + delta)', 'wt2_mos', 'train.max_bptt', None, '—', 90, f'{MOS} README.md:54'),
+    Setting('WT2 MoS: epochs', 'wt2_mos', 'train.epochs', None, '—', 1000, f'{MOS} README.md:54'),
+    Setting('WT2 MoS: fine-tuning lr', 'wt2_mos', 'finetune_lr', None, '—', 20., f'{MOS} README.md:58'),
+    Setting('WT2 MoS: fine-tuning epochs', 'wt2_mos', 'finetune_epochs', None, '—', 1000, f'{MOS} README.md:58'),
+    # dynamic evaluation (+DE rows): Krause et al.'s settings for AWD-LSTM, MoS's own for MoS
+    Setting('DE (AWD-LSTM): lr η', 'awd_de', 'dyn.lr', None, '—', 0.002, f'{KR} README.md:68'),
+    Setting('DE (AWD-LSTM): decay λ', 'awd_de', 'dyn.lam', None, '—', 0.02, f'{KR} README.md:68'),
+    Setting('DE (AWD-LSTM): ε', 'awd_de', 'dyn.eps', None, '—', 0.001, f'{KR} README.md:68'),
+    Setting('DE: segment length', 'awd_de', 'dyn.bptt', None, '—', 5, f'{KR} dynamiceval.py:35'),
+    Setting('DE (PTB MoS): decay λ', 'mos_de', 'dyn.lam', None, '—', 0.075, f'{MOS} README.md:48'),
+    Setting('DE (PTB MoS): ε', 'mos_de', 'dyn.eps', None, '—', 0.001, f'{MOS} dynamiceval.py:23'),
+    Setting('DE (WT2 MoS): decay λ', 'wt2_mos_de', 'dyn.lam', None, '—', 0.02, f'{MOS} dynamiceval.py:21'),
+    Setting('DE (WT2 MoS): ε', 'wt2_mos_de', 'dyn.eps', None, '—', 0.002, f'{MOS} README.md:62'),
+    # seeds, and what is not planned
+    Setting('seeds per row', 'awd_snb', 'n_seeds', None, '—', deviation='ours: the paper reports one run per row; three seeds give each change a spread'),
+    Setting('AWD-LSTM+MoS+PS+AT+SNB+DE (headline row)', None, None, 'the headline model', 'Tables 1-2, last row',
+            deviation='not planned: adversarial training (AT, Wang et al. 2019) is not implemented here, and the paper gives none of its settings'),
+]
 
 # %% ../nbs/10a_span_buffer_runs.ipynb #e5a34e96
 from .plan import fmt_ms, mean_sd, paired_diff
