@@ -52,7 +52,7 @@ def build(n_workers: int = 1) -> Path:
     from nbdev.quarto import _pre_docs, _sprun
     if not shutil.which('quarto'):
         sys.exit('docs: no `quarto` on PATH (`make docs` installs the docs extra, quarto-cli, into the venv)')
-    cache, cfg, _ = _pre_docs(n_workers=n_workers)
+    cache, cfg, _ = _pre_docs(n_workers=n_workers, force=True)   # every page anew: nbdev's cache goes by notebook mtimes only
     _sprun(f'cd "{cache}" && quarto render --no-cache')
     shutil.rmtree(cfg.doc_path, ignore_errors=True)
     shutil.move(cache/cfg.doc_path.name, cfg.config_path)
