@@ -3,7 +3,7 @@
 - `test_api_docs_run_no_notebook_cell` (always, a few seconds): the docs processing of nbs/10_span_buffer.ipynb, as settings.ini
   configures it, gives the page its method text and an API reference with the argument comments, and executes nothing
   but `show_doc` cells (the module is imported, the notebook's cells are not run).
-- `test_site` (needs Quarto, and MEMLM_DOCS_TEST=1: the whole build takes minutes, so `make test` leaves it out): the
+- `test_site` (needs Quarto, and MEMLM_DOCS_TEST=1: the whole build, 29 pages through Quarto, is too slow for `make test`): the
   site built into a temporary copy of the checkout has span_buffer.html with the method text and `SNBConfig` with its
   argument comments; where a headless Chromium is found (MEMLM_BROWSER, or chromium-headless-shell / chromium / google-chrome
   on PATH) the page is also opened in it: the DOM it renders has both, and a screenshot of the page's top (the method's
@@ -65,7 +65,7 @@ def _not_blank(png: Path) -> bool:
     return hi - lo > 64   # dark text on a light page
 
 
-@pytest.mark.skipif(os.environ.get('MEMLM_DOCS_TEST') != '1', reason='the whole site build takes minutes: MEMLM_DOCS_TEST=1 runs it')
+@pytest.mark.skipif(os.environ.get('MEMLM_DOCS_TEST') != '1', reason='the whole site build is slow: MEMLM_DOCS_TEST=1 runs it')
 @pytest.mark.skipif(not shutil.which('quarto'), reason='Quarto is not installed (make docs installs it: the docs extra)')
 def test_site(tmp_path):
     for d in ('nbs', 'memlm', 'tools'): shutil.copytree(ROOT/d, tmp_path/d, ignore=shutil.ignore_patterns('__pycache__', '.ipynb_checkpoints'))
