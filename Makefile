@@ -10,6 +10,7 @@
 #   make gpu-check  (about a minute on a GPU: every notebook at smoke scale, into runs/gpu-check/, never results/)
 #   make lint      (ruff, and the notebooks as nbdev_clean leaves them)
 #   make export    (after editing a notebook: writes memlm/ from nbs/, a stock nbdev_export)
+#   make docs      (the documentation site from the notebooks into _docs/: tools/nbdocs.py, nbdev + Quarto; no notebook is run)
 #   make test
 #   make lab
 #
@@ -53,7 +54,7 @@ CLI       := $(RUN_PY) -m memlm.cli
 GPU_CHECK_JOBS ?= 4
 export SCALE PAPERS PAPER PARTS RUNS WORKERS TIME_LIMIT SEEDS EXECUTOR RERUN MEMLM_DATA
 
-.PHONY: reproduce runs status park test venv summary clean-runs help lab lint export gpu-check gpu-campaign unpack
+.PHONY: reproduce runs status park test venv summary clean-runs help lab lint export docs gpu-check gpu-campaign unpack
 
 help:
 	@echo "make reproduce [SCALE=smoke|cpu|gpu|paper] [PAPERS='...'] [PARTS=a,b] [WORKERS=n] [TIME_LIMIT=s] [MEMLM_DATA=dir] [USE_SYSTEM_TORCH=1]"
@@ -64,6 +65,7 @@ help:
 	@echo "make summary    # README, RESULTS.md and the forest plots from the records and claims"
 	@echo "make clean-runs # remove runs/ (smoke executions, papermill logs)"
 	@echo "make lab        # JupyterLab in nbs/, from the venv"
+	@echo "make docs       # the documentation site from the notebooks into _docs/ (open _docs/index.html)"
 
 $(STAMP): requirements.lock setup.py settings.ini pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(if $(USE_SYSTEM_TORCH),--system-site-packages) $(VENV)
@@ -150,6 +152,19 @@ lint: $(STAMP)
 # the library from the notebooks: each notebook writes its one module (its default_exp)
 export: $(STAMP)
 	$(BIN)/nbdev_export
+
+# The site from the notebooks, one page a notebook with its API reference (signatures and argument comments), into _docs/
+# (and nbdev's processed notebooks into _proc/; both git-ignored). Quarto comes from the docs extra (settings.ini's
+# docs_requirements), installed into the venv the first time; no notebook cell is executed (tools/nbdocs.py says how).
+# DOCS_WORKERS: notebooks processed at a time.
+docs: $(STAMP)
+	@export PATH="$(abspath $(BIN)):$$PATH"; \
+	command -v quarto >/dev/null || $(BIN)/pip install -q --no-build-isolation -e ".[docs]" \
+	  || { echo "error: make docs needs Quarto: the docs extra (quarto-cli) did not install; its package downloads the Quarto binary from Quarto's releases when it builds. Install Quarto (quarto.org) or put its bin/ on PATH, then rerun" >&2; exit 1; }; \
+	command -v quarto >/dev/null || { echo "error: make docs: no quarto on PATH after installing the docs extra" >&2; exit 1; }; \
+	t0=$$(date +%s); \
+	PYTHONPATH="$(CURDIR)/tools:$(CURDIR)$${PYTHONPATH:+:$$PYTHONPATH}" $(BIN)/python tools/nbdocs.py --n-workers "$${DOCS_WORKERS:-2}" \
+	  && echo "make docs: _docs/ in $$(( $$(date +%s) - t0 )) s (open _docs/index.html)"
 
 lab: $(STAMP)
 	$(BIN)/jupyter lab --allow-root --notebook-dir=nbs

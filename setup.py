@@ -12,7 +12,7 @@ statuses = ['1 - Planning', '2 - Pre-Alpha', '3 - Alpha', '4 - Beta', '5 - Produ
 lic = licenses[cfg['license']]
 requirements = cfg.get('requirements', '').split()
 dev_requirements = cfg.get('dev_requirements', '').split()
-extras = {k: cfg.get(f'{k}_requirements', '').split() for k in ('reports', 'cluster')}
+extras = {k: cfg.get(f'{k}_requirements', '').split() for k in ('reports', 'cluster', 'docs')}
 
 setuptools.setup(
     name=cfg['lib_name'],
