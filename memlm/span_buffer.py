@@ -54,11 +54,13 @@ class SNBConfig:
     policy_grad_to_lm: bool = False  # let the reward term's gradient reach h_t (the LM) as well as W_g
     policy: str = 'gate'             # how an evaluation-mode forward predicts: one of POLICIES
     mask_newest: bool = field(default=False, metadata={'key': 'if_set'})  # a control: the newest span unseen (what lag 0 predicts from further back than h_t)
+    q_nll: float = field(default=0., metadata={'key': 'if_set'})        # a diagnosis, not the paper's: this weight x the buffer's own NLL (-log q) in the training loss
 
     def __post_init__(self):
         for f in ('span_len', 'buffer_size'):
             if not isinstance(getattr(self, f), int) or getattr(self, f) < 1: raise ValueError(f'SNBConfig.{f} = {getattr(self, f)!r}: expected an integer >= 1')
         if not self.eta >= 0: raise ValueError(f'SNBConfig.eta = {self.eta!r}: expected a weight >= 0')
+        if not self.q_nll >= 0: raise ValueError(f'SNBConfig.q_nll = {self.q_nll!r}: expected a weight >= 0')
         if self.score not in ('tanh', 'linear'): raise ValueError(f"score must be 'tanh' or 'linear', got {self.score!r}")
         if self.span_source not in ('raw', 'dropped'): raise ValueError(f"span_source must be 'raw' or 'dropped', got {self.span_source!r}")
         if self.policy not in POLICIES: raise ValueError(f'unknown policy {self.policy!r}; valid: {POLICIES}')
@@ -339,15 +341,20 @@ def reward_term(r: Tensor, log_lam: Tensor, form: str = 'log') -> Tensor:
     raise ValueError(f'unknown reward_form {form!r}; valid: {REWARD_FORMS}')
 
 def snb_extra_loss(model: SpanBufferLM, batch, out) -> Tensor:
-    "−η r_t log λ_t (Eq. 11; `reward_form` picks the reading), λ at `reward_temp`, averaged over all targets of the window; positions with an empty buffer add 0."
+    """−η r_t log λ_t (Eq. 11; `reward_form` picks the reading), λ at `reward_temp`, averaged over all targets of the window; positions
+    with an empty buffer add 0. With `q_nll` > 0, plus `q_nll` times the buffer's own NLL of the targets (a diagnosis, not the paper's)."""
     c, aux = model.snb, model.aux
-    if c.eta == 0: return out.logp.new_zeros(())
+    if c.eta == 0 and c.q_nll == 0: return out.logp.new_zeros(())
     y = batch[1]
     lp, lq = (t.gather(-1, y[..., None])[..., 0] for t in (aux.log_p, aux.log_q))
-    r = intrinsic_reward(lq, lp, c)
-    gin = aux.gate_in                                                     # h_t (Eq. 10), or [h_t; xi_t]
-    log_lam = F.log_softmax(model.gate(gin if c.policy_grad_to_lm else gin.detach()) / c.reward_temp, -1)[..., 1]
-    return -c.eta * torch.where(aux.has, reward_term(r, log_lam, c.reward_form), 0.).sum() / y.numel()
+    loss = out.logp.new_zeros(())
+    if c.eta:
+        r = intrinsic_reward(lq, lp, c)
+        gin = aux.gate_in                                                 # h_t (Eq. 10), or [h_t; xi_t]
+        log_lam = F.log_softmax(model.gate(gin if c.policy_grad_to_lm else gin.detach()) / c.reward_temp, -1)[..., 1]
+        loss = -c.eta * torch.where(aux.has, reward_term(r, log_lam, c.reward_form), 0.).sum() / y.numel()
+    if c.q_nll: loss = loss - c.q_nll * torch.where(aux.has, lq, 0.).sum() / y.numel()
+    return loss
 
 # %% ../nbs/10_span_buffer.ipynb #99be9186
 class SNBTask(LMTask):

@@ -7,14 +7,14 @@ from __future__ import annotations
 
 # %% auto #0
 __all__ = ['CONTROLS', 'PARTS', 'SCREEN_ETAS', 'FORM_ETAS', 'READING', 'CLIP_EXTRA', 'LAG_READINGS', 'LAG_SCREEN_BEST',
-           'LAG_FULL', 'CPU_ETA', 'ETA_READINGS', 'SYNTH_DIAGNOSTICS', 'RECALL_VARIANTS', 'LM_TRAIN', 'SMOKE_TRAIN',
-           'AWD_TRAIN', 'MOS_TRAIN', 'CHECK_TRAIN', 'CHECKS', 'CHECK_ARMS', 'SCALES', 'AWD', 'MOS', 'KR', 'SETTINGS',
-           'LABELS', 'SynthConfig', 'RecallConfig', 'lm_corpus', 'SNBExp', 'build_lm', 'train_lm', 'trained_lm',
-           'DynEvalExp', 'dyneval_lm', 'SnapshotExp', 'snapshot_lm', 'ControlsExp', 'snb_controls_lm', 'MixtureFloorLM',
-           'WholeMixtureLM', 'ThroughputExp', 'snb_throughput', 'screen_train', 'screen_specs', 'form_specs',
-           'screen_last_ppl', 'choose_form_etas', 'lag_readings', 'lag_screen_specs', 'choose_lag_screen',
-           'lag_full_specs', 'choose_lag_full', 'synth_diagnostics', 'recall_variants', 'SNBScale', 'lm_configs',
-           'check_specs', 'make_plan', 'metrics_of', 'named', 'per_seed', 'paired', 'lm_table', 'table3',
+           'LAG_FULL', 'DIAGNOSES', 'CPU_ETA', 'ETA_READINGS', 'SYNTH_DIAGNOSTICS', 'RECALL_VARIANTS', 'LM_TRAIN',
+           'SMOKE_TRAIN', 'AWD_TRAIN', 'MOS_TRAIN', 'CHECK_TRAIN', 'CHECKS', 'CHECK_ARMS', 'SCALES', 'AWD', 'MOS', 'KR',
+           'SETTINGS', 'LABELS', 'SynthConfig', 'RecallConfig', 'lm_corpus', 'SNBExp', 'build_lm', 'train_lm',
+           'trained_lm', 'DynEvalExp', 'dyneval_lm', 'SnapshotExp', 'snapshot_lm', 'ControlsExp', 'snb_controls_lm',
+           'MixtureFloorLM', 'WholeMixtureLM', 'ThroughputExp', 'snb_throughput', 'screen_train', 'screen_specs',
+           'form_specs', 'screen_last_ppl', 'choose_form_etas', 'lag_readings', 'lag_screen_specs', 'choose_lag_screen',
+           'lag_full_specs', 'diagnosis_specs', 'choose_lag_full', 'synth_diagnostics', 'recall_variants', 'SNBScale',
+           'lm_configs', 'check_specs', 'make_plan', 'metrics_of', 'named', 'per_seed', 'paired', 'lm_table', 'table3',
            'matched_reading']
 
 # %% ../nbs/10a_span_buffer_runs.ipynb #33a30e10
@@ -274,7 +274,7 @@ def snb_throughput(cfg: ThroughputExp, seed: int, ctx: RunContext) -> dict:
     return out
 
 # %% ../nbs/10a_span_buffer_runs.ipynb #05a936b5
-PARTS = ('lm', 'dynamic_eval', 'ablations', 'readings', 'sweep', 'synthetic', 'recall', 'wt2', 'figures', 'throughput', 'screen', 'forms', 'controls', 'lag_screen', 'lag_full')
+PARTS = ('lm', 'dynamic_eval', 'ablations', 'readings', 'sweep', 'synthetic', 'recall', 'wt2', 'figures', 'throughput', 'screen', 'forms', 'controls', 'lag_screen', 'lag_full', 'diagnosis')
 
 # %% ../nbs/10a_span_buffer_runs.ipynb #66f47cfe
 SCREEN_ETAS = (1., 0.3, 0.1, 0.03)   # the reward-reading screen: each form at each eta, one seed, a few epochs at the trunk's lr
@@ -351,6 +351,15 @@ def lag_full_specs(main: Spec, names=LAG_FULL) -> list[Spec]:
     "The screened readings `names` at full length on `main`'s recipe (one seed): the +SNB runs a reading is chosen from."
     kw = lag_readings(main)
     return [Spec(train_lm, replace(main.cfg, snb=replace(main.cfg.snb, **kw[n])), main.seed, name=f'lagfull_{n}', data_id=main.data_id) for n in names]
+
+DIAGNOSES = {'q_nll': dict(q_nll=1.),          # why the buffer does not predict: does q learn when trained on its own likelihood too?
+             'pinned': dict(train_temp=1e6)}   # ... with the gate pinned open in training (λ̂ = 0.5: its training temperature ~ infinite)?
+
+def diagnosis_specs(main: Spec, epochs: int, reading: str = LAG_FULL[0]) -> list[Spec]:
+    "`reading` of the lag screen on its schedule (`screen_train`, `epochs`) with each change of `DIAGNOSES`: compared with that screen run."
+    t, kw = screen_train(main, epochs), lag_readings(main)[reading]
+    return [Spec(train_lm, replace(main.cfg, train=t, snb=replace(main.cfg.snb, **kw | d)), main.seed, name=f'diag_{reading}_{n}', data_id=main.data_id)
+            for n, d in DIAGNOSES.items()]
 
 def choose_lag_full(rows: dict, factor: float = PRECONDITION) -> str | None:
     """The reading with the lowest mixture validation ppl among those whose buffer alone is within `factor` of its RNN alone
@@ -586,6 +595,7 @@ def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Pla
         'forms': form_specs(_printed(main, scale), READING) if scale == 'cpu' else [],
         'lag_screen': lag_screen_specs(_printed(main, scale), S.screen_epochs) if S.screen_epochs else [],
         'lag_full': lag_full_specs(_printed(main, scale)) if scale in ('smoke', 'cpu') else [],
+        'diagnosis': diagnosis_specs(_printed(main, scale), S.screen_epochs) if scale in ('smoke', 'cpu') and S.screen_epochs else [],
         'controls': [Spec(snb_controls_lm, ControlsExp(lm=s.cfg, lm_run=s.folder, max_tokens=S.fig5_tokens if scale == 'smoke' else None), s.seed,
                           name=f'controls_{s.name}', data_id=s.data_id, needs=(s,)) for s in lms['awd_snb'] + lms['mos_snb']]})
     # the MoS rows are a comparison of their own: a campaign may train them on a GPU though the AWD-LSTM rows of a seed trained on the CPU
