@@ -296,7 +296,7 @@ def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Pla
                                     'schedule': sched, 'adaptive': adaptive, 'gpu_fit': pack_specs(scale, seeds[0])})
 
 # %% ../nbs/09_awd_lstm.ipynb #ef9164b5
-from .plan import Setting
+from .settings import Setting
 _AWD, _KR = 'salesforce/awd-lstm-lm', 'benkrause/dynamic-evaluation'
 SETTINGS = [
     Setting('layers', 'lm:awd_lstm', 'model.nlayers', None, '—', 3, f'{_AWD} main.py:22'),

@@ -554,7 +554,7 @@ def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Pla
     return Plan('dynamic_skip', scale, {p: parts[p] for p in PARTS})
 
 # %% ../nbs/14a_dynamic_skip_runs.ipynb #cd9754ad
-from .plan import Setting
+from .settings import Setting
 _MH, _LM, _NP, _IM = 'Ma & Hovy 2016 Table 1, followed in §NER', "§Language Modeling (Zaremba et al.'s medium model)", '§Number Prediction', '§Sentiment Analysis on IMDB'
 SETTINGS = [
     # Table 3: Penn Treebank

@@ -622,7 +622,7 @@ def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Pla
     return Plan('meta_dynamic', scale, parts)
 
 # %% ../nbs/13b_meta_dynamic_runs.ipynb #ddeadd08
-from .plan import Setting
+from .settings import Setting
 AWD, KR = 'salesforce/awd-lstm-lm', 'benkrause/dynamic-evaluation'
 SETTINGS = [
     Setting('WT2 LM: batch size', 'wt2:wt2_lm', 'train.batch_size', None, '—', 80, f'{AWD} main.py:30'),

@@ -262,7 +262,7 @@ def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Pla
     return plan
 
 # %% ../nbs/11a_phrase_induction_runs.ipynb #a5c1d5bd
-from .plan import Setting
+from .settings import Setting
 PILM = 'luohongyin/PILM'
 SETTINGS = [
     Setting('PTB: layers', 'table1:full', 'model.nlayers', 3, '§5.1'),

@@ -7,10 +7,9 @@ from __future__ import annotations
 from fastcore.basics import patch
 
 # %% auto #0
-__all__ = ['TRAIN_TOKENS', 'SETTING_SCALES', 'SETTING_SEEDS', 'NOT_PLANNED', 'Results', 'Plan', 'plan_module', 'paper_plan',
-           'named', 'park', 'run_log', 'gpu_paces', 'plan_status', 'plan_progress', 'mean_sd', 'aggregate',
-           'paired_diff', 'row_metrics', 'run_lists', 'fmt_ms', 'fmt_change', 'matched_epochs', 'matched_epochs_plot',
-           'Setting', 'setting_value', 'settings_mismatches', 'settings_table']
+__all__ = ['TRAIN_TOKENS', 'Results', 'Plan', 'plan_module', 'paper_plan', 'named', 'park', 'run_log', 'gpu_paces', 'plan_status',
+           'plan_progress', 'mean_sd', 'aggregate', 'paired_diff', 'row_metrics', 'run_lists', 'fmt_ms', 'fmt_change',
+           'matched_epochs', 'matched_epochs_plot']
 
 # %% ../nbs/05c_plan.ipynb #80229721
 import json, math, multiprocessing as mp, os, re, shutil, statistics, time, traceback
@@ -533,60 +532,3 @@ def matched_epochs_plot(rows: list[dict], label: str, ax=None, unit: str = '%'):
     if band: ax.fill_between([r['epoch'] for r in band], [r['lo'] for r in band], [r['hi'] for r in band], alpha=0.25)
     ax.axhline(0, color='black', lw=0.8); ax.set(xlabel='epoch', ylabel=f'paired difference on validation ({unit})')
     return ax
-
-# %% ../nbs/05c_plan.ipynb #f1673bfa
-from typing import NamedTuple
-
-class Setting(NamedTuple):
-    "One row of a paper's hyper-parameter table: where memlm's value lives in the plan, the sources' values and citations, and why memlm differs."
-    setting: str                   # what the row is ('lr', 'batch size, WT2')
-    run: str | None                # the row name of a run in the paper's plan, or 'part:row' where parts share row names (None: a row no plan holds)
-    attr: str | None               # dotted path into that run's config ('train.lr'); 'n_seeds': the number of seeds the run has
-    paper: object = None           # the paper's value (None: the paper gives none)
-    paper_ref: str = '—'           # where the paper gives it ('Table 5', '§4')
-    code: object = None            # the authors' code's value (None: none given, or no public code)
-    code_ref: str = '—'            # where: 'owner/repo file:line'
-    deviation: str | None = None   # why memlm's paper scale differs from the source, or says what the sources leave open (None: it matches)
-
-SETTING_SCALES, SETTING_SEEDS = ('paper', 'gpu', 'cpu'), (0, 1, 2)
-NOT_PLANNED = 'not planned'
-
-# %% ../nbs/05c_plan.ipynb #8a8e362d
-def setting_value(plan: Plan, s: Setting):
-    "memlm's value of row `s` in `plan` (`NOT_PLANNED` when the plan has no run of that row)."
-    part, _, row = s.run.rpartition(':') if s.run else ('', '', None)
-    specs = [x for x in plan.specs([part] if part else None) if x.row == row] if row and (not part or part in plan.parts) else []
-    if not specs: return NOT_PLANNED
-    if s.attr == 'n_seeds': return len({x.seed for x in specs})
-    v = specs[0].cfg
-    for a in s.attr.split('.'):
-        if not hasattr(v, a): raise AttributeError(f'setting {s.setting!r}: run {s.run!r} has no {s.attr!r} ({type(v).__name__} has no {a!r})')
-        v = getattr(v, a)
-    return v
-
-def _same(a, b) -> bool:
-    "Equal, numbers within a relative 1e-9 (so 1.2e-6 typed in matches the config's)."
-    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool): return math.isclose(a, b, rel_tol=1e-9)
-    return a == b
-
-# %% ../nbs/05c_plan.ipynb #f7ebbeef
-def _plans(paper: str, plans: dict | None) -> dict:
-    return plans or {k: paper_plan(paper, k, list(SETTING_SEEDS)) for k in SETTING_SCALES}
-
-def settings_mismatches(rows: list[Setting], paper: str, plans: dict | None = None) -> list[Setting]:
-    "The rows whose paper-scale value is not the source's (the paper's, else the code's) and that state no deviation."
-    plan = _plans(paper, plans)['paper']
-    def ok(s): return s.deviation or ((src := s.paper if s.paper is not None else s.code) is not None and _same(setting_value(plan, s), src))
-    return [s for s in rows if not ok(s)]
-
-def _show(v, ref: str | None = None) -> str:
-    if v is None: return '—' if not ref or ref == '—' else f'none given ({ref})'
-    t = f'{v:g}' if isinstance(v, float) else str(v)
-    return t if ref in (None, '—') else f'{t} ({ref})'
-
-def settings_table(rows: list[Setting], paper: str, plans: dict | None = None) -> str:
-    "A markdown table: setting, paper (value + citation), authors' code (value + file:line), memlm at each scale, deviation."
-    plans = _plans(paper, plans)
-    out = [dict(setting=s.setting, paper=_show(s.paper, s.paper_ref), code=_show(s.code, s.code_ref),
-                **{f'memlm {k}': _show(setting_value(p, s)) for k, p in plans.items()}, deviation=s.deviation or '') for s in rows]
-    return markdown_table(out).replace('| code |', "| authors' code |", 1)

@@ -251,7 +251,7 @@ def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Pla
                                                throughput=[Spec(measure_throughput, tp, s0, name='throughput'), *costs], cbt=cbt))
 
 # %% ../nbs/12a_short_attention_runs.ipynb #ff6bb014
-from .plan import Setting
+from .settings import Setting
 SETTINGS = [
     Setting('optimiser: Adam, lr', 'table1:lstm', 'train.lr', 1e-3, '§4'),
     Setting('batch size', 'table1:lstm', 'train.batch_size', 64, '§4'),

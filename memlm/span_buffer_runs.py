@@ -603,7 +603,7 @@ def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Pla
     return plan
 
 # %% ../nbs/10a_span_buffer_runs.ipynb #acb3ab48
-from .plan import Setting
+from .settings import Setting
 AWD, MOS, KR = 'salesforce/awd-lstm-lm', 'zihangdai/mos', 'benkrause/dynamic-evaluation'
 _T5 = 'Table 5'
 SETTINGS = [
