@@ -115,9 +115,13 @@ def _trained_at(rec: dict, paper_dir: Path) -> str:
     return ', '.join(dict.fromkeys((c(p) if c(p).startswith('earlier') else c(p)[:8]) + ('+dirty' if p.get('dirty') else '') for p in provs))
 
 def schedule(rec: dict, paper_dir: Path, arms: str = '') -> str:
-    "The schedule the runs behind an aggregated record trained (`arms`: those runs only): '28 epochs', '22-25 epochs', or '' (no training)."
-    eps = sorted({r['epochs'] for r in _run_records(rec, paper_dir, arms) if isinstance(r.get('epochs'), int) and r['epochs'] > 0})
-    return '' if not eps else f'{eps[0]} epochs' if len(eps) == 1 else f'{eps[0]}-{eps[-1]} epochs'
+    """The schedule the runs behind an aggregated record trained (`arms`: those runs only): '28 epochs', '22-25 epochs', or '' (no
+    training); where runs meta-train (`meta_steps` in their metrics), their meta-steps ('25 meta-steps'): what the claim varies."""
+    rs = _run_records(rec, paper_dir, arms)
+    span = lambda xs, unit: '' if not xs else f'{xs[0]} {unit}' if len(xs) == 1 else f'{xs[0]}-{xs[-1]} {unit}'
+    if ms := sorted({m['meta_steps'] for r in rs if isinstance(m := r.get('metrics'), dict) and isinstance(m.get('meta_steps'), int)}):
+        return span(ms, 'meta-steps')
+    return span(sorted({r['epochs'] for r in rs if isinstance(r.get('epochs'), int) and r['epochs'] > 0}), 'epochs')
 
 _EARLY_STOPS = ('patience', 'finetune converged', 'time budget', 'callback')   # stop reasons (`memlm.experiment.stop_reason`) other than the cap
 
@@ -306,7 +310,8 @@ def headline(paper: str, rows: list[dict] | None = None) -> str:
     ci = f"{_fmt(r['ci'][0])} to {_fmt(r['ci'][1])}" if r['ci'] else 'none'
     expect = re.sub(r'^(<=|>=|<|>)\s*', lambda m: {'<=': '≤ ', '>=': '≥ ', '<': '< ', '>': '> '}[m.group(1)], r['expect'])
     text = says.format(ours=_fmt(r['value']), ci=ci, expect=expect, paper=_fmt(r['paper_value']) if r['paper_value'] is not None else '–')
-    where = (f"{r['n']} seeds" if (r['n'] or 1) > 1 else 'one run') + f" at {r['scale']} scale" + (' (partial)' if r.get('partial') else '')
+    where = ((f"{r['n']} seeds" if (r['n'] or 1) > 1 else 'one run') + f" at {r['scale']} scale" + (f" ({r['schedule']})" if r.get('schedule') else '')
+             + (' (partial)' if r.get('partial') else ''))
     post = f"; post-hoc, a {r['posthoc']['verdict']} ({r['posthoc']['label']})" if r.get('posthoc') else ''
     return f"on {where}, {text}: **{verdict_text(r | dict(posthoc=None))}**{_lacks(r)}{post}"
 
