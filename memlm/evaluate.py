@@ -115,7 +115,8 @@ class DynEvalConfig:
     batch_size: int = 1              # evaluation batch size (the paper: 1)
     stats_batch_size: int = 100      # batch size of the gradient-statistics pass on training data
     stats_bptt: int = 5              # window length of that pass
-    max_stats_batches: int | None = None  # cap on that pass (smoke runs); None = the whole training split
+    max_stats_batches: int | None = None  # cap on that pass; None = the whole training split, Krause's (a full pass: often the
+                                          # slowest part of scoring a short text; a cap of a few hundred batches makes it cheap)
     old_scaling: bool = False        # lr/lam/eps are on the 2017 code's scale (`--oldhyper`)
     reset_weights: bool = True       # restore θ₀ afterwards, so valid and test both start from the trained model
     cudnn: bool = False              # keep cuDNN on: only for models that backprop through cuDNN in eval mode
