@@ -526,7 +526,7 @@ INITS = ('rms', 'neutral')       # where a learner starts: Krause's tuned rule, 
 PILOT_LRS = (1e-3, 1e-2)         # the pilot's meta learning rates (constant), one learning curve each
 STREAMS = 8                      # streams per meta-step of the stream pilot (smoke: 2): the meta-gradient is their mean
 STREAM_PILOT_LRS = (1e-3, 3e-3, 1e-2)   # the stream pilot's meta learning rates: one pass over the meta-training half each
-STREAM_BUDGET: dict = {'smoke': dict(steps=2, lr=1e-2)}   # per scale, {'steps', 'lr'} read off that scale's stream pilot by `choose_budget`,
+STREAM_BUDGET: dict = {'cpu': dict(steps=5, lr=3e-3), 'smoke': dict(steps=2, lr=1e-2)}   # per scale, {'steps', 'lr'} read off that scale's stream pilot by `choose_budget`,
                                  # then fixed before any learner below runs (smoke's: a stand-in that exercises the runs)
 STREAM_STARTS = {'neutral': dict(init='neutral'), 'rms': dict(init='rms'),              # where each learner starts: uniform SGD with decay,
                  'rms_x0.25': dict(init='rms', lr_scale=0.25), 'rms_x4': dict(init='rms', lr_scale=4.)}   # tuned RMS, and RMS mistuned
