@@ -22,7 +22,7 @@ __all__ = ['GPU_BUDGET_S', 'GPU_ARM_FACTOR', 'GPU_CANDIDATES', 'GPU_MODEL', 'PLA
            'CPU_DECAY_AT', 'CPU_TAIL', 'SETTINGS', 'AWDExp', 'train_awd', 'trained_awd', 'DynEvalExp', 'dyneval_awd',
            'ThroughputExp', 'awd_throughput', 'PackExp', 'pack_timing', 'choose_gpu_model', 'pack_specs',
            'recorded_gpu_epochs', 'CoreScale', 'scale_table', 'fixed_schedule', 'choose_schedule', 'schedule_specs',
-           'awd_configs', 'make_plan', 'test_spread']
+           'awd_configs', 'make_plan', 'awd_settings', 'krause_settings', 'test_spread']
 
 # %% ../nbs/09_awd_lstm.ipynb #86d0011f
 @dataclass
@@ -298,28 +298,32 @@ def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Pla
 # %% ../nbs/09_awd_lstm.ipynb #ef9164b5
 from .settings import Setting
 _AWD, _KR = 'salesforce/awd-lstm-lm', 'benkrause/dynamic-evaluation'
+_AWD_RECIPE = {   # corpus -> (what, config path, the authors' code's value, where): PTB's whole recipe, WikiText-2's changes to it
+    'ptb': [('layers', 'model.nlayers', 3, 'main.py:22'), ('hidden units', 'model.nhid', 1150, 'main.py:20'),
+            ('embedding size', 'model.emsize', 400, 'main.py:18'), ('output dropout', 'model.dropout', 0.4, 'main.py:34'),
+            ('hidden dropout', 'model.dropouth', 0.25, 'README.md:89'), ('input dropout', 'model.dropouti', 0.4, 'README.md:89'),
+            ('embedding dropout', 'model.dropoute', 0.1, 'main.py:40'), ('weight dropout', 'model.wdrop', 0.5, 'main.py:42'),
+            ('lr (SGD, then NT-ASGD)', 'train.lr', 30., 'main.py:24'), ('batch size', 'train.batch_size', 20, 'README.md:89'),
+            ('BPTT', 'train.bptt', 70, 'main.py:32'), ('gradient clip', 'train.clip', 0.25, 'main.py:26'),
+            ('weight decay', 'train.weight_decay', 1.2e-6, 'main.py:59'), ('AR α', 'train.alpha', 2., 'main.py:55'),
+            ('TAR β', 'train.beta', 1., 'main.py:57'), ('NT-ASGD patience', 'train.nonmono', 5, 'main.py:46'),
+            ('epochs', 'train.epochs', 500, 'README.md:89'), ('fine-tuning epochs', 'finetune_epochs', 500, 'README.md:90')],
+    'wikitext-2': [('batch size', 'train.batch_size', 80, 'main.py:30'), ('hidden dropout', 'model.dropouth', 0.2, 'README.md:104'),
+                   ('input dropout', 'model.dropouti', 0.65, 'main.py:38'), ('epochs', 'train.epochs', 750, 'README.md:104'),
+                   ('fine-tuning epochs', 'finetune_epochs', 750, 'README.md:105')]}
+_KRAUSE = [('lr η', 'dyn.lr', 0.002, 'README.md:68'), ('decay λ', 'dyn.lam', 0.02, 'README.md:68'), ('ε', 'dyn.eps', 0.001, 'README.md:68')]
+
+def awd_settings(run: str, label: str = '', corpus: str = 'ptb') -> list[Setting]:
+    "The AWD-LSTM recipe's rows of a hyper-parameter table for `run` of a plan (the authors' code's values, cited), labelled `label` + what."
+    return [Setting(label + what, run, attr, None, '—', v, f'{_AWD} {ref}') for what, attr, v, ref in _AWD_RECIPE[corpus]]
+
+def krause_settings(run: str, label: str = 'dynamic evaluation: ') -> list[Setting]:
+    "Krause et al.'s dynamic-evaluation rows (lr, decay, ε of their AWD-LSTM command) for `run` of a plan."
+    return [Setting(label + what, run, attr, None, '—', v, f'{_KR} {ref}') for what, attr, v, ref in _KRAUSE]
+
 SETTINGS = [
-    Setting('layers', 'lm:awd_lstm', 'model.nlayers', None, '—', 3, f'{_AWD} main.py:22'),
-    Setting('hidden units', 'lm:awd_lstm', 'model.nhid', None, '—', 1150, f'{_AWD} main.py:20'),
-    Setting('embedding size', 'lm:awd_lstm', 'model.emsize', None, '—', 400, f'{_AWD} main.py:18'),
-    Setting('output dropout', 'lm:awd_lstm', 'model.dropout', None, '—', 0.4, f'{_AWD} main.py:34'),
-    Setting('hidden dropout', 'lm:awd_lstm', 'model.dropouth', None, '—', 0.25, f'{_AWD} README.md:89'),
-    Setting('input dropout', 'lm:awd_lstm', 'model.dropouti', None, '—', 0.4, f'{_AWD} README.md:89'),
-    Setting('embedding dropout', 'lm:awd_lstm', 'model.dropoute', None, '—', 0.1, f'{_AWD} main.py:40'),
-    Setting('weight dropout', 'lm:awd_lstm', 'model.wdrop', None, '—', 0.5, f'{_AWD} main.py:42'),
-    Setting('lr (SGD, then NT-ASGD)', 'lm:awd_lstm', 'train.lr', None, '—', 30., f'{_AWD} main.py:24'),
-    Setting('batch size', 'lm:awd_lstm', 'train.batch_size', None, '—', 20, f'{_AWD} README.md:89'),
-    Setting('BPTT', 'lm:awd_lstm', 'train.bptt', None, '—', 70, f'{_AWD} main.py:32'),
-    Setting('gradient clip', 'lm:awd_lstm', 'train.clip', None, '—', 0.25, f'{_AWD} main.py:26'),
-    Setting('weight decay', 'lm:awd_lstm', 'train.weight_decay', None, '—', 1.2e-6, f'{_AWD} main.py:59'),
-    Setting('AR α', 'lm:awd_lstm', 'train.alpha', None, '—', 2., f'{_AWD} main.py:55'),
-    Setting('TAR β', 'lm:awd_lstm', 'train.beta', None, '—', 1., f'{_AWD} main.py:57'),
-    Setting('NT-ASGD patience', 'lm:awd_lstm', 'train.nonmono', None, '—', 5, f'{_AWD} main.py:46'),
-    Setting('epochs', 'lm:awd_lstm', 'train.epochs', None, '—', 500, f'{_AWD} README.md:89'),
-    Setting('fine-tuning epochs', 'lm:awd_lstm', 'finetune_epochs', None, '—', 500, f'{_AWD} README.md:90'),
-    Setting('dynamic evaluation: lr η', 'dynamic_eval:dynamic_eval', 'dyn.lr', None, '—', 0.002, f'{_KR} README.md:68'),
-    Setting('dynamic evaluation: decay λ', 'dynamic_eval:dynamic_eval', 'dyn.lam', None, '—', 0.02, f'{_KR} README.md:68'),
-    Setting('dynamic evaluation: ε', 'dynamic_eval:dynamic_eval', 'dyn.eps', None, '—', 0.001, f'{_KR} README.md:68'),
+    *awd_settings('lm:awd_lstm'),
+    *krause_settings('dynamic_eval:dynamic_eval'),
     Setting('dynamic evaluation: segment length', 'dynamic_eval:dynamic_eval', 'dyn.bptt', None, '—', 5, f'{_KR} dynamiceval.py:35'),
     Setting('dynamic evaluation: statistics batch', 'dynamic_eval:dynamic_eval', 'dyn.stats_batch_size', None, '—', 100, f'{_KR} dynamiceval.py:33'),
     Setting('seeds', 'lm:awd_lstm', 'n_seeds', None, '—', deviation='ours: the paper reports one run; three seeds give the spread the other papers are judged against'),

@@ -8,7 +8,7 @@ from __future__ import annotations
 # %% auto #0
 __all__ = ['METHODS', 'ADAM', 'AWD_SGD', 'SCALES', 'PARTS', 'META_VARIANTS', 'INITS', 'PILOT_LRS', 'STREAMS', 'STREAM_PILOT_LRS',
            'STREAM_BUDGET', 'STREAM_STARTS', 'STREAM_LEARNERS', 'STREAM_ABLATION', 'META_BUDGET', 'LEARNERS',
-           'PTB_LEARNERS', 'LEARN_READINGS', 'LEARN_READING_KEYS', 'AWD', 'KR', 'SETTINGS', 'COMPARISONS', 'FIG2_PAIRS',
+           'PTB_LEARNERS', 'LEARN_READINGS', 'LEARN_READING_KEYS', 'SETTINGS', 'COMPARISONS', 'FIG2_PAIRS',
            'FIG2_DIFFS', 'CorpusExp', 'corpus_splits', 'LMExp', 'train_lm', 'trained_lm', 'full_corpus', 'CoreLMExp',
            'core_lm', 'LMRef', 'load_lm', 'PrepExp', 'prepare', 'MethodExp', 'run_method', 'seed_free_start',
            'step0_from_sibling', 'running_gap', 'NumericsExp', 'numerics', 'SpeedExp', 'eval_speed', 'MetaDynScale',
@@ -623,16 +623,9 @@ def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Pla
 
 # %% ../nbs/13b_meta_dynamic_runs.ipynb #ddeadd08
 from .settings import Setting
-AWD, KR = 'salesforce/awd-lstm-lm', 'benkrause/dynamic-evaluation'
 SETTINGS = [
-    Setting('WT2 LM: batch size', 'wt2:wt2_lm', 'train.batch_size', None, '—', 80, f'{AWD} main.py:30'),
-    Setting('WT2 LM: hidden dropout', 'wt2:wt2_lm', 'model.dropouth', None, '—', 0.2, f'{AWD} README.md:104'),
-    Setting('WT2 LM: input dropout', 'wt2:wt2_lm', 'model.dropouti', None, '—', 0.65, f'{AWD} main.py:38'),
-    Setting('WT2 LM: epochs', 'wt2:wt2_lm', 'train.epochs', None, '—', 750, f'{AWD} README.md:104'),
-    Setting('WT2 LM: fine-tuning epochs', 'wt2:wt2_lm', 'finetune_epochs', None, '—', 750, f'{AWD} README.md:105'),
-    Setting('dynamic evaluation: lr η', 'wt2:wt2_rms', 'dyn.lr', None, '—', 0.002, f'{KR} README.md:68'),
-    Setting('dynamic evaluation: decay λ', 'wt2:wt2_rms', 'dyn.lam', None, '—', 0.02, f'{KR} README.md:68'),
-    Setting('dynamic evaluation: ε', 'wt2:wt2_rms', 'dyn.eps', None, '—', 0.001, f'{KR} README.md:68'),
+    *awd.awd_settings('wt2:wt2_lm', 'WT2 LM: ', 'wikitext-2'),
+    *awd.krause_settings('wt2:wt2_rms'),
     Setting('meta-training: unrolled segments', 'wt2:wt2_meta3', 'train.unroll', 40, '§3 (at least 40)'),
     Setting('meta-training: tokens per segment', 'wt2:wt2_meta3', 'train.bptt', deviation="ours: the paper gives none; dynamic evaluation's 5"),
     Setting('meta-training: Adam lr', 'wt2:wt2_meta3', 'train.lr', deviation='ours: the paper gives none (chosen from `meta_lrs` on held-out validation)'),

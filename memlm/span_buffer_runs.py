@@ -8,7 +8,7 @@ from __future__ import annotations
 # %% auto #0
 __all__ = ['CONTROLS', 'PARTS', 'SCREEN_ETAS', 'FORM_ETAS', 'READING', 'CLIP_EXTRA', 'LAG_READINGS', 'LAG_SCREEN_BEST',
            'LAG_FULL', 'DIAGNOSES', 'CPU_ETA', 'ETA_READINGS', 'SYNTH_DIAGNOSTICS', 'RECALL_VARIANTS', 'LM_TRAIN',
-           'SMOKE_TRAIN', 'AWD_TRAIN', 'MOS_TRAIN', 'CHECK_TRAIN', 'CHECKS', 'CHECK_ARMS', 'SCALES', 'AWD', 'MOS', 'KR',
+           'SMOKE_TRAIN', 'AWD_TRAIN', 'MOS_TRAIN', 'CHECK_TRAIN', 'CHECKS', 'CHECK_ARMS', 'SCALES', 'MOS', 'KR',
            'SETTINGS', 'LABELS', 'SynthConfig', 'RecallConfig', 'lm_corpus', 'SNBExp', 'build_lm', 'train_lm',
            'trained_lm', 'DynEvalExp', 'dyneval_lm', 'SnapshotExp', 'snapshot_lm', 'ControlsExp', 'snb_controls_lm',
            'MixtureFloorLM', 'WholeMixtureLM', 'ThroughputExp', 'snb_throughput', 'screen_train', 'screen_specs',
@@ -604,28 +604,11 @@ def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Pla
 
 # %% ../nbs/10a_span_buffer_runs.ipynb #acb3ab48
 from .settings import Setting
-AWD, MOS, KR = 'salesforce/awd-lstm-lm', 'zihangdai/mos', 'benkrause/dynamic-evaluation'
+MOS, KR = 'zihangdai/mos', 'benkrause/dynamic-evaluation'
 _T5 = 'Table 5'
 SETTINGS = [
     # AWD-LSTM on PTB (Tables 1, 3): the base model and its recipe
-    Setting('PTB AWD-LSTM: layers', 'awd', 'model.nlayers', None, '—', 3, f'{AWD} main.py:22'),
-    Setting('PTB AWD-LSTM: hidden units', 'awd', 'model.nhid', None, '—', 1150, f'{AWD} main.py:20'),
-    Setting('PTB AWD-LSTM: embedding size', 'awd', 'model.emsize', None, '—', 400, f'{AWD} main.py:18'),
-    Setting('PTB AWD-LSTM: output dropout', 'awd', 'model.dropout', None, '—', 0.4, f'{AWD} main.py:34'),
-    Setting('PTB AWD-LSTM: hidden dropout', 'awd', 'model.dropouth', None, '—', 0.25, f'{AWD} README.md:89'),
-    Setting('PTB AWD-LSTM: input dropout', 'awd', 'model.dropouti', None, '—', 0.4, f'{AWD} README.md:89'),
-    Setting('PTB AWD-LSTM: embedding dropout', 'awd', 'model.dropoute', None, '—', 0.1, f'{AWD} main.py:40'),
-    Setting('PTB AWD-LSTM: weight dropout', 'awd', 'model.wdrop', None, '—', 0.5, f'{AWD} main.py:42'),
-    Setting('PTB AWD-LSTM: lr (SGD)', 'awd', 'train.lr', None, '—', 30., f'{AWD} main.py:24'),
-    Setting('PTB AWD-LSTM: batch size', 'awd', 'train.batch_size', None, '—', 20, f'{AWD} README.md:89'),
-    Setting('PTB AWD-LSTM: BPTT', 'awd', 'train.bptt', None, '—', 70, f'{AWD} main.py:32'),
-    Setting('PTB AWD-LSTM: gradient clip', 'awd', 'train.clip', None, '—', 0.25, f'{AWD} main.py:26'),
-    Setting('PTB AWD-LSTM: weight decay', 'awd', 'train.weight_decay', None, '—', 1.2e-6, f'{AWD} main.py:59'),
-    Setting('PTB AWD-LSTM: AR α', 'awd', 'train.alpha', None, '—', 2., f'{AWD} main.py:55'),
-    Setting('PTB AWD-LSTM: TAR β', 'awd', 'train.beta', None, '—', 1., f'{AWD} main.py:57'),
-    Setting('PTB AWD-LSTM: NT-ASGD patience', 'awd', 'train.nonmono', None, '—', 5, f'{AWD} main.py:46'),
-    Setting('PTB AWD-LSTM: epochs', 'awd', 'train.epochs', None, '—', 500, f'{AWD} README.md:89'),
-    Setting('PTB AWD-LSTM: fine-tuning epochs', 'awd', 'finetune_epochs', None, '—', 500, f'{AWD} README.md:90'),
+    *core.awd_settings('awd', 'PTB AWD-LSTM: '),
     # the buffer (Table 5) and the reward (Eqs. 12-13)
     Setting('PTB SNB: training temperature', 'awd_snb', 'snb.train_temp', 100., _T5),
     Setting('PTB SNB: evaluation temperature', 'awd_snb', 'snb.eval_temp', 0.1, _T5),
@@ -641,11 +624,7 @@ SETTINGS = [
     Setting('reward slope β', 'awd_snb', 'snb.beta', 3., 'Eq. 13'),
     Setting('reward weight η', 'awd_snb', 'snb.eta', deviation='ours: the paper gives none (chosen on the cpu runs, `READING`)'),
     # AWD-LSTM on WikiText-2 (Table 2)
-    Setting('WT2 AWD-LSTM: hidden dropout', 'wt2_awd', 'model.dropouth', None, '—', 0.2, f'{AWD} README.md:104'),
-    Setting('WT2 AWD-LSTM: input dropout', 'wt2_awd', 'model.dropouti', None, '—', 0.65, f'{AWD} main.py:38'),
-    Setting('WT2 AWD-LSTM: batch size', 'wt2_awd', 'train.batch_size', None, '—', 80, f'{AWD} main.py:30'),
-    Setting('WT2 AWD-LSTM: epochs', 'wt2_awd', 'train.epochs', None, '—', 750, f'{AWD} README.md:104'),
-    Setting('WT2 AWD-LSTM: fine-tuning epochs', 'wt2_awd', 'finetune_epochs', None, '—', 750, f'{AWD} README.md:105'),
+    *core.awd_settings('wt2_awd', 'WT2 AWD-LSTM: ', 'wikitext-2'),
     # MoS (Tables 1-2)
     Setting('PTB MoS: hidden units', 'mos', 'model.nhid', None, '—', 960, f'{MOS} README.md:38'),
     Setting('PTB MoS: last layer', 'mos', 'model.nhidlast', None, '—', 620, f'{MOS} README.md:38'),
@@ -670,9 +649,7 @@ SETTINGS = [
     Setting('WT2 MoS: fine-tuning lr', 'wt2_mos', 'finetune_lr', None, '—', 20., f'{MOS} README.md:58'),
     Setting('WT2 MoS: fine-tuning epochs', 'wt2_mos', 'finetune_epochs', None, '—', 1000, f'{MOS} README.md:58'),
     # dynamic evaluation (+DE rows): Krause et al.'s settings for AWD-LSTM, MoS's own for MoS
-    Setting('DE (AWD-LSTM): lr η', 'awd_de', 'dyn.lr', None, '—', 0.002, f'{KR} README.md:68'),
-    Setting('DE (AWD-LSTM): decay λ', 'awd_de', 'dyn.lam', None, '—', 0.02, f'{KR} README.md:68'),
-    Setting('DE (AWD-LSTM): ε', 'awd_de', 'dyn.eps', None, '—', 0.001, f'{KR} README.md:68'),
+    *core.krause_settings('awd_de', 'DE (AWD-LSTM): '),
     Setting('DE: segment length', 'awd_de', 'dyn.bptt', None, '—', 5, f'{KR} dynamiceval.py:35'),
     Setting('DE (PTB MoS): decay λ', 'mos_de', 'dyn.lam', None, '—', 0.075, f'{MOS} README.md:48'),
     Setting('DE (PTB MoS): ε', 'mos_de', 'dyn.eps', None, '—', 0.001, f'{MOS} dynamiceval.py:23'),
