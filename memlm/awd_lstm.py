@@ -275,8 +275,8 @@ def awd_configs(scale: str, data_path: str | None = None, fixed: bool = True) ->
 # %% ../nbs/09_awd_lstm.ipynb #5c9427fe
 def _lm_and_dyneval(lm: AWDExp, seeds: list, did: str, stats_cap, same: dict) -> tuple[list, list]:
     "The LM run per seed (a run whose key is in `same` is that run: a schedule branch) and its dynamic evaluation."
-    lms = [replace(same[sp.key], label=sp.name) if sp.key in same else sp     # a branch run is this part's row 'awd_lstm' too
-           for sp in (Spec(train_awd, lm, s, name='awd_lstm', data_id=did) for s in seeds)]
+    lms = [replace(same[sp.key], label=sp.name, carry=True) if sp.key in same else sp   # a branch run is this row too
+           for sp in (Spec(train_awd, lm, s, name='awd_lstm', data_id=did, carry=True) for s in seeds)]   # weights committed: the probes and the cache load them
     return lms, [Spec(dyneval_awd, DynEvalExp(lm=lm, lm_run=l.folder, dyn=DynEvalConfig.paper(max_stats_batches=stats_cap)), l.seed,
                       name='dynamic_eval', data_id=did, needs=(l,)) for l in lms]
 
