@@ -170,6 +170,11 @@ def _fit_summary(hist: list[dict], epochs: int, stage: str = 'train') -> dict:
                 stop_reason=stop_reason(hist, epochs), train_time_s=round(sum(h.get('time_s', 0) for h in hist), 2))
 
 # %% ../nbs/05_experiment.ipynb #45fe43d4
+def _json_back(x):
+    "A value as `write_json` kept it, back: its non-finite floats ('inf', 'nan') floats again (`json_float`), in lists and dicts too."
+    if isinstance(x, dict): return {k: _json_back(v) for k, v in x.items()}
+    return [_json_back(v) for v in x] if isinstance(x, list) else json_float(x)
+
 @dataclass
 class RunContext:
     "What an experiment function gets: its folder, device, deadline; `fit` with checkpoints and log filled in."
@@ -203,7 +208,7 @@ class RunContext:
         `stage` so far (or already past): `TimeLimitReached`, and the next session continues from there."""
         path = None if self.dir is None else self.ckpt_dir(stage)/'steps.json'
         done = json.loads(path.read_text()) if path is not None and path.exists() else {}
-        if key in done: return done[key]['value']
+        if key in done: return _json_back(done[key]['value'])             # a diverged step's 'inf' is a float again
         need = max((d['time_s'] for d in done.values()), default=0.)
         if self.deadline is not None and time.time() + need >= self.deadline:
             raise TimeLimitReached(f'deadline reached before {stage} step {key!r} ({len(done)} kept, the longest took {need:.0f} s)')
