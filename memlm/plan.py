@@ -471,7 +471,7 @@ def plan_status(paper: str, scale: str, seeds=(0, 1, 2), data_path: str | None =
     n = {k: sum(r['status'] == k for r in rows) for k in dict.fromkeys(r['status'] for r in rows)}
     left = [r for r in rows if r['status'] != 'done']
     est = sum(r['est_h'] for r in left if r['est_h']); unknown = sum(not r['est_h'] for r in left)
-    eta = ((f"; left: about {est:.1f} h for {len(left) - unknown} runs (one process each, from `est_from`: a run's own log, its finished seeds, or a former run of its name on a CPU)"
+    eta = ((f"; left: about {est:.1f} h for {len(left) - unknown} runs (one process each, from `est_from`: a run's own log, its finished seeds, a former run of its name on a CPU, or a GPU timing)"
             + (f", {unknown} without an estimate" if unknown else '')) if unknown < len(left) else f'; {len(left)} left, without an estimate') if left else ''
     return ((markdown_table(rows, list(rows[0])) if rows else '_no runs_\n') + ''.join(f'\n{p}' for p in problems)
             + f"\n{paper} ({scale}): " + ', '.join(f'{v} {k}' for k, v in n.items()) + eta)
