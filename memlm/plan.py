@@ -414,9 +414,11 @@ def basis_hours(spec: Spec, basis: GpuBasis, root: Path) -> tuple[float, str] | 
                               + (f" x {f:.2f}" if f != 1 else '') + f": {basis.why}")
 
 def gpu_basis(spec: Spec, table: dict[str, GpuBasis]) -> GpuBasis | None:
-    "A run's entry of a paper's `GPU_BASIS` table: its row name, else the longest key its name starts with, else the key '*'."
-    if spec.row in table: return table[spec.row]
-    keys = sorted((k for k in table if k != '*' and spec.row.startswith(k)), key=len)
+    """A run's entry of a paper's `GPU_BASIS` table: its name (or its row, the label a plan that borrows it gives), else the longest
+    key its name starts with, else the key '*'."""
+    for k in (spec.name, spec.row):
+        if k in table: return table[k]
+    keys = sorted((k for k in table if k != '*' and spec.name.startswith(k)), key=len)
     return table[keys[-1]] if keys else table.get('*')
 
 # %% ../nbs/05c_plan.ipynb #dbedbdd6
@@ -424,8 +426,9 @@ def gpu_basis(spec: Spec, table: dict[str, GpuBasis]) -> GpuBasis | None:
 def status_rows(self: Plan, parts=None, problems: list | None = None) -> list[dict]:
     """One row per run of `parts` (default all, with what they need), read from disk: done, incomplete or not started, with epochs
     and why it stopped; a run not done has `est_h`: what its own interrupted record says it has left (`_hours_left`), else the median
-    hours of the same run's finished seeds, else what a former run of its name took on a CPU (`_former_hours`), at gpu scale its paper's `GPU_BASIS`
-    (`basis_hours`), at gpu and paper scale what runs of the same model took on a GPU (`_gpu_hours`), else None; `est_from` says which."""
+    hours of the same run's finished seeds, else what a former run of its name took on a CPU (`_former_hours`), at gpu and paper scale what
+    runs of the same model took on a GPU (`_gpu_hours`), else None; at gpu scale its paper's `GPU_BASIS` (`basis_hours`: alone on one
+    GPU) comes first, and a run without any is 'unknown: never timed on a GPU'; `est_from` says which."""
     rows, names, hours, specs, when = [], [], {}, self.specs(parts), {}
     paces = gpu_paces(self.root.parents[2]) if self.scale in ('gpu', 'paper') else {}   # the GPU records beside this plan's results
     for s in specs:
@@ -451,11 +454,12 @@ def status_rows(self: Plan, parts=None, problems: list | None = None) -> list[di
                          est_from='its own log' if est else None))
     for row, name, s in zip(rows, names, specs):
         if row['status'] == 'done' or row['est_h'] is not None: continue
-        if name in hours: row['est_h'], row['est_from'] = statistics.median(hours[name]), 'its finished seeds'
+        if self.scale == 'gpu' and (b := gpu_basis(s, getattr(plan_module(s.home or self.paper), 'GPU_BASIS', {}))) \
+                and (g := basis_hours(s, b, self.root.parents[2])): row['est_h'], row['est_from'] = g   # alone on one GPU: before seeds that shared it
+        elif name in hours: row['est_h'], row['est_from'] = statistics.median(hours[name]), 'its finished seeds'
         elif (h := _former_hours(self.dir(s), s)) is not None: row['est_h'], row['est_from'] = h, 'a former run of its name'
-        elif self.scale == 'gpu' and (b := gpu_basis(s, getattr(plan_module(s.home or self.paper), 'GPU_BASIS', {}))) \
-                and (g := basis_hours(s, b, self.root.parents[2])): row['est_h'], row['est_from'] = g
         elif g := _gpu_hours(s, paces): row['est_h'], row['est_from'] = g
+        elif self.scale == 'gpu': row['est_from'] = 'unknown: never timed on a GPU'
     for row in rows:
         if row['est_h']: row['est_h'] = round(row['est_h'], 2)
     for row, s in zip(rows, specs):                   # a run made from a need that was trained again after it: its numbers are the old need's
