@@ -413,13 +413,15 @@ def basis_hours(spec: Spec, basis: GpuBasis, root: Path) -> tuple[float, str] | 
     return s * f * n / 3600, (f"extrapolated: {n} epochs x {s:.1f} s (the fastest epoch of {Path(basis.ref).name} on {dev})"
                               + (f" x {f:.2f}" if f != 1 else '') + f": {basis.why}")
 
-def gpu_basis(spec: Spec, table: dict[str, GpuBasis]) -> GpuBasis | None:
+def gpu_basis(spec: Spec, table: dict) -> GpuBasis | None:
     """A run's entry of a paper's `GPU_BASIS` table: its name (or its row, the label a plan that borrows it gives), else the longest
-    key its name starts with, else the key '*'."""
+    key its name starts with, else the key '*'; an entry that is a function of the run gives its `GpuBasis`."""
     for k in (spec.name, spec.row):
-        if k in table: return table[k]
-    keys = sorted((k for k in table if k != '*' and spec.name.startswith(k)), key=len)
-    return table[keys[-1]] if keys else table.get('*')
+        if k in table: b = table[k]; break
+    else:
+        keys = sorted((k for k in table if k != '*' and spec.name.startswith(k)), key=len)
+        b = table[keys[-1]] if keys else table.get('*')
+    return b(spec) if callable(b) else b   # an entry may be a function of the run (runs of one name on two corpora)
 
 # %% ../nbs/05c_plan.ipynb #dbedbdd6
 @patch
