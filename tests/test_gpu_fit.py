@@ -3,7 +3,7 @@
 import pytest
 from memlm.plan import GPU_BUDGET_MIN, _epoch_cap, paper_plan
 
-FITTED = ('awd_lstm', 'span_buffer', 'phrase_induction', 'short_attention', 'dynamic_skip', 'meta_dynamic')   # the papers whose gpu configuration is set from a recorded or extrapolated epoch (`GPU_BASIS`)
+FITTED = ('awd_lstm', 'span_buffer', 'phrase_induction', 'short_attention', 'dynamic_skip', 'meta_dynamic', 'context_probe')   # the papers whose gpu configuration is set from a recorded or extrapolated epoch (`GPU_BASIS`)
 
 @pytest.mark.parametrize('paper', FITTED)
 def test_gpu_runs_fit(paper):
