@@ -18,11 +18,11 @@ from .plan import Plan
 from .registry import markdown_table
 
 # %% auto #0
-__all__ = ['GPU_BUDGET_S', 'GPU_ARM_FACTOR', 'GPU_CANDIDATES', 'GPU_MODEL', 'PLATEAU_RULE', 'SCALES', 'PARTS', 'SCHEDULE_SEARCH',
-           'CPU_DECAY_AT', 'CPU_TAIL', 'SETTINGS', 'AWDExp', 'train_awd', 'trained_awd', 'DynEvalExp', 'dyneval_awd',
-           'ThroughputExp', 'awd_throughput', 'PackExp', 'pack_timing', 'choose_gpu_model', 'pack_specs',
-           'recorded_gpu_epochs', 'CoreScale', 'scale_table', 'fixed_schedule', 'choose_schedule', 'schedule_specs',
-           'awd_configs', 'make_plan', 'awd_settings', 'krause_settings', 'test_spread']
+__all__ = ['GPU_BUDGET_S', 'GPU_ARM_FACTOR', 'GPU_CANDIDATES', 'GPU_MODEL', 'PLATEAU_RULE', 'SCALES', 'GPU_BASIS', 'PARTS',
+           'SCHEDULE_SEARCH', 'CPU_DECAY_AT', 'CPU_TAIL', 'SETTINGS', 'AWDExp', 'train_awd', 'trained_awd',
+           'DynEvalExp', 'dyneval_awd', 'ThroughputExp', 'awd_throughput', 'PackExp', 'pack_timing', 'choose_gpu_model',
+           'pack_specs', 'recorded_gpu_epochs', 'CoreScale', 'scale_table', 'fixed_schedule', 'choose_schedule',
+           'schedule_specs', 'awd_configs', 'make_plan', 'awd_settings', 'krause_settings', 'test_spread']
 
 # %% ../nbs/09_awd_lstm.ipynb #86d0011f
 @dataclass
@@ -152,8 +152,8 @@ GPU_CANDIDATES = {       # name -> (model, batch size) of the gpu scale's core A
     'paper': (AWDLSTMConfig.awd_ptb(), 20),
     'paper_b80': (AWDLSTMConfig.awd_ptb(), 80)}   # a larger batch changes the recipe: it would need its own schedule search
 
-GPU_MODEL: str | None = None   # the candidate `choose_gpu_model` picked from the gpu_fit records: None until a GPU has timed them
-                               # (then set it and the gpu row of SCALES; a campaign holds the gpu-scale comparisons back until then)
+GPU_MODEL: str | None = 'paper'   # the gpu scale's model: the paper's, chosen from its recorded epoch on an H100 (an extrapolation,
+                                  # `GPU_BASIS`); the packed gpu_fit timings confirm it (`choose_gpu_model`), or the gpu row of SCALES changes
 
 def choose_gpu_model(timings: dict[str, dict], epochs: int, budget_s: float = GPU_BUDGET_S, arm_factor: float = GPU_ARM_FACTOR) -> str | None:
     "The candidate with the most parameters whose packed epoch x `arm_factor` x `epochs` fits `budget_s` (None: none fits)."
@@ -210,7 +210,7 @@ SCALES = {
                        train=dict(nt_asgd=True, max_steps_per_epoch=40, log_interval=10), finetune_epochs=1, tp_rounds=6, stats_cap=20),
     'cpu': CoreScale('ptb', AWDLSTMConfig.awd_cpu(vocab_size=10_000, nlayers=2), lr=30., batch_size=20, bptt=35, epochs=40,
                      train=PLATEAU_RULE, tp_threads=2),
-    'gpu': CoreScale('ptb', AWDLSTMConfig.awd_ptb(vocab_size=10_000), lr=30., batch_size=20, bptt=70, epochs=60, train=dict(nt_asgd=True)),
+    'gpu': CoreScale('ptb', AWDLSTMConfig.awd_ptb(vocab_size=10_000), lr=30., batch_size=20, bptt=70, epochs=25, train=dict(nt_asgd=True)),   # 25: GPU_BASIS
     'paper': CoreScale('ptb', AWDLSTMConfig.awd_ptb(vocab_size=10_000), lr=30., batch_size=20, bptt=70, epochs=500,
                        train=dict(nt_asgd=True), finetune_epochs=500)}
 
@@ -223,6 +223,11 @@ def scale_table(scales: dict) -> str:
     rows = [{'setting': f.name, **{k: show(getattr(s, f.name)) for k, s in scales.items()}} for f in fields(next(iter(scales.values())))]
     return markdown_table(rows, ['setting', *scales])
 
+
+# %% ../nbs/09_awd_lstm.ipynb #d18830e7
+from .plan import GpuBasis
+GPU_BASIS = {   # how a gpu-scale run's hours on one H100 are extrapolated (`memlm.plan.basis_hours`, shown by `make status SCALE=gpu`)
+    'awd_lstm': GpuBasis('gpu/awd_lstm/archive/awd_lstm-s0-202fd50602', why='the same model, batch and BPTT (a former 60-epoch gpu run, stopped at its deadline)')}
 
 # %% ../nbs/09_awd_lstm.ipynb #f819ee63
 PARTS = ('lm', 'dynamic_eval', 'throughput', 'schedule', 'adaptive', 'gpu_fit')

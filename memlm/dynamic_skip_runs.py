@@ -7,12 +7,13 @@ from __future__ import annotations
 
 # %% auto #0
 __all__ = ['NUMBER_ROWS', 'AUTHORS_RL', 'PREPOSITIONS', 'GLOVE_URL', 'NER_PILOT_EPOCHS', 'NER_EPOCHS', 'NER_GLOVE',
-           'NER_LR_FLOOR', 'SCALES', 'PARTS', 'SETTINGS', 'NumberExp', 'number_data', 'classify_eval', 'number_model',
-           'train_number', 'trained_number', 'Fig4Exp', 'fig4_grad_norms', 'PTBExp', 'ptb_model', 'train_ptb',
-           'trained_ptb', 'skip_arcs', 'Fig6Exp', 'fig6_skips', 'NERExp', 'load_glove', 'conll_data', 'sgd_momentum',
-           'train_ner', 'choose_ner_epochs', 'last_gain', 'still_improving', 'lr_floor_epochs', 'IMDBExp', 'imdb_root',
-           'imdb_data', 'imdb_splits', 'train_imdb', 'ThroughputExp', 'skip_throughput', 'DynamicSkipScale',
-           'missing_data', 'make_plan', 'by_row', 'row_of', 'stop_summary', 'rows_record', 'delta_record',
+           'NER_LR_FLOOR', 'SCALES', 'PARTS', 'SETTINGS', 'PTB_GPU_RUNS', 'CONLL_PADDED_STEPS', 'IMDB_TRAIN_REVIEWS',
+           'GPU_BASIS', 'NumberExp', 'number_data', 'classify_eval', 'number_model', 'train_number', 'trained_number',
+           'Fig4Exp', 'fig4_grad_norms', 'PTBExp', 'ptb_model', 'train_ptb', 'trained_ptb', 'skip_arcs', 'Fig6Exp',
+           'fig6_skips', 'NERExp', 'load_glove', 'conll_data', 'sgd_momentum', 'train_ner', 'choose_ner_epochs',
+           'last_gain', 'still_improving', 'lr_floor_epochs', 'IMDBExp', 'imdb_root', 'imdb_data', 'imdb_splits',
+           'train_imdb', 'ThroughputExp', 'skip_throughput', 'DynamicSkipScale', 'missing_data', 'make_plan',
+           'recurrent_steps', 'ptb_steps', 'by_row', 'row_of', 'stop_summary', 'rows_record', 'delta_record',
            'long_record', 'fig4_record']
 
 # %% ../nbs/14a_dynamic_skip_runs.ipynb #5ef6d3e9
@@ -475,11 +476,11 @@ SCALES = {
         ner=dict(patience=None, bucket=10), ner_pilot_epochs=NER_PILOT_EPOCHS, ner_epochs=None, ner_seeds={**dict.fromkeys(LAYERS, 1), 'lstm': 3, 'dynamic': 3},
         ner_tail_epochs=lr_floor_epochs(NERExp.lr_decay, NER_LR_FLOOR),
         imdb=dict(epochs=5), throughput={}),
-    'gpu': DynamicSkipScale(   # the paper's budgets
-        number=dict(epochs=100), number_seeded_rows=None, long_epochs=100,
+    'gpu': DynamicSkipScale(   # the paper's settings on the epochs that fit a GPU (GPU_BASIS): number 21, PTB 9, NER 4, IMDB 2
+        number=dict(epochs=21), number_seeded_rows=None, long_epochs=21,
         fig5_n_train=None, fig5_lams=(0.25, 0.5, 0.75, 1.0), fig5_Ks=(1, 3, 5, 10),
-        ptb={}, ptb_seeds=None, fig6_seed=None,
-        ner={}, ner_pilot_epochs=None, ner_epochs=50, ner_seeds={}, ner_tail_epochs=None, imdb={}, throughput={}),
+        ptb=dict(epochs=9), ptb_seeds=None, fig6_seed=None,
+        ner={}, ner_pilot_epochs=None, ner_epochs=4, ner_seeds={}, ner_tail_epochs=None, imdb=dict(epochs=2), throughput={}),
     'paper': DynamicSkipScale(   # NER: Ma & Hovy's GloVe vectors (from the data folder), early stopping within 100 epochs; IMDB at every seed
         number=dict(epochs=100), number_seeded_rows=None, long_epochs=100,
         fig5_n_train=None, fig5_lams=(0.25, 0.5, 0.75, 1.0), fig5_Ks=(1, 3, 5, 10),
@@ -605,6 +606,42 @@ SETTINGS = [
     Setting('IMDB: seeds per row', 'imdb:imdb_lstm', 'n_seeds', deviation='ours: the paper reports one run; its 1-point claims need three seeds'),
     Setting('seeds per row (number, PTB, NER)', 'ptb:ptb_lstm', 'n_seeds', deviation='ours: the paper reports one run per row'),
 ]
+
+# %% ../nbs/14a_dynamic_skip_runs.ipynb #b2e6f8d1
+from .plan import GpuBasis, run_log
+from .experiment import load_record
+
+PTB_GPU_RUNS = {'lstm': 'gpu/dynamic_skip/archive/ptb_lstm-s0-30690ba5fd',        # Table 3's 2x650 LMs (batch 20, BPTT 35) on an H100:
+                'dynamic': 'gpu/dynamic_skip/archive/ptb_dynamic-s0-053b986d57'}  # 39 epochs (the dynamic one stopped at its deadline)
+CONLL_PADDED_STEPS = {10: 49_850}   # batch size -> eng.train's padded steps an epoch of iid batches, one direction: the sum of each
+                                    # batch's longest sentence, the mean over shuffles (tests/test_data.py checks it against the data)
+IMDB_TRAIN_REVIEWS = 25_000         # aclImdb's training reviews (12,500 positive, 12,500 negative)
+
+def recurrent_steps(cfg) -> int | None:
+    """The sequential steps of `cfg`'s recurrent layers in one training epoch: its batches x their padded length (NER: both
+    directions, one after the other); None for a config without them (PTB: its basis is a run of the same model)."""
+    if isinstance(cfg, NumberExp): return math.ceil((cfg.n_train or cfg.n[0]) / cfg.batch_size) * cfg.length
+    if isinstance(cfg, NERExp) and cfg.corpus == 'conll2003' and (n := CONLL_PADDED_STEPS.get(cfg.batch_size)): return 2 * n
+    if isinstance(cfg, IMDBExp) and cfg.corpus == 'imdb':
+        return math.ceil((IMDB_TRAIN_REVIEWS - int(0.15 * IMDB_TRAIN_REVIEWS)) / cfg.batch_size) * cfg.max_len   # `imdb_data`'s hold-out
+    return None
+
+def ptb_steps(root) -> int:
+    "The recurrent steps of an epoch of the dynamic PTB model's GPU run: its first epoch's batches (its log) x its BPTT (its record)."
+    d = Path(root)/PTB_GPU_RUNS['dynamic']
+    return run_log(d)[0]['step'] * load_record(d)['config']['bptt']
+
+def _gpu_basis(spec) -> GpuBasis | None:
+    "A run's basis: Table 3's recorded GPU epoch of its kind, else its recurrent steps at the dynamic PTB model's time per step."
+    c = spec.cfg
+    if isinstance(c, PTBExp):
+        if c.kind == 'lstm': return GpuBasis(PTB_GPU_RUNS['lstm'], why="the same model, batch and BPTT")
+        return GpuBasis(PTB_GPU_RUNS['dynamic'], why="the dynamic-skip LM's model, batch and BPTT (every skip layer steps as it does)")
+    if (n := recurrent_steps(c)) is None: return None
+    return GpuBasis(PTB_GPU_RUNS['dynamic'], lambda r: n / ptb_steps(r),
+                    f"its {n:,} recurrent steps an epoch over that epoch's, at its time per step (every layer alike; evaluation not counted)")
+
+GPU_BASIS = {'*': _gpu_basis}   # how a gpu-scale run's hours on one H100 are extrapolated (`memlm.plan.basis_hours`, `make status SCALE=gpu`)
 
 # %% ../nbs/14a_dynamic_skip_runs.ipynb #331e87cf
 from .plan import paired_diff, row_metrics

@@ -8,13 +8,13 @@ from __future__ import annotations
 # %% auto #0
 __all__ = ['METHODS', 'ADAM', 'AWD_SGD', 'SCALES', 'PARTS', 'META_VARIANTS', 'INITS', 'PILOT_LRS', 'STREAMS', 'STREAM_PILOT_LRS',
            'STREAM_BUDGET', 'STREAM_STARTS', 'STREAM_LEARNERS', 'STREAM_ABLATION', 'META_BUDGET', 'LEARNERS',
-           'PTB_LEARNERS', 'LEARN_READINGS', 'LEARN_READING_KEYS', 'SETTINGS', 'COMPARISONS', 'FIG2_PAIRS',
-           'FIG2_DIFFS', 'CorpusExp', 'corpus_splits', 'LMExp', 'train_lm', 'trained_lm', 'full_corpus', 'CoreLMExp',
-           'core_lm', 'LMRef', 'load_lm', 'PrepExp', 'prepare', 'MethodExp', 'run_method', 'seed_free_start',
-           'step0_from_sibling', 'running_gap', 'NumericsExp', 'numerics', 'SpeedExp', 'eval_speed', 'MetaDynScale',
-           'wt2_lm_config', 'method_specs', 'stream_learner_name', 'choose_budget', 'learner_name', 'learning_specs',
-           'make_plan', 'against_start', 'learning_summary', 'stream_learning_summary', 'comparison', 'panel_losses',
-           'fig2_learning', 'fig2_data', 'fig2_record']
+           'PTB_LEARNERS', 'LEARN_READINGS', 'LEARN_READING_KEYS', 'CORE_GPU', 'GPU_BASIS', 'SETTINGS', 'COMPARISONS',
+           'FIG2_PAIRS', 'FIG2_DIFFS', 'CorpusExp', 'corpus_splits', 'LMExp', 'train_lm', 'trained_lm', 'full_corpus',
+           'CoreLMExp', 'core_lm', 'LMRef', 'load_lm', 'PrepExp', 'prepare', 'MethodExp', 'run_method',
+           'seed_free_start', 'step0_from_sibling', 'running_gap', 'NumericsExp', 'numerics', 'SpeedExp', 'eval_speed',
+           'MetaDynScale', 'wt2_lm_config', 'method_specs', 'stream_learner_name', 'choose_budget', 'learner_name',
+           'learning_specs', 'make_plan', 'against_start', 'learning_summary', 'stream_learning_summary', 'comparison',
+           'panel_losses', 'fig2_learning', 'fig2_data', 'fig2_record']
 
 # %% ../nbs/13b_meta_dynamic_runs.ipynb #e85b096e
 import functools, json, math, shutil, time
@@ -484,7 +484,7 @@ SCALES = {
                                               patience=3, min_delta=2e-3, lr_decay=4., lr_decay_threshold=1.), wt2_epochs=40,
                         ptb_test_tokens=40_000, ptb_metas=('meta3',), meta_steps=50, pilot_steps=500, eval_every=25),
     'gpu': MetaDynScale(wt2_corpus=dict(name='wikitext-2'), wt2_model=AWDLSTMConfig.awd_wt2(vocab_size=33_278), wt2_train=AWD_SGD,
-                        wt2_epochs=60, ptb_test_tokens=None, meta_steps=100, pilot_steps=1000, eval_every=50),
+                        wt2_epochs=12, ptb_test_tokens=None, meta_steps=100, pilot_steps=1000, eval_every=50),   # 12: GPU_BASIS
     'paper': MetaDynScale(wt2_corpus=dict(name='wikitext-2'), wt2_model=AWDLSTMConfig.awd_wt2(vocab_size=33_278), wt2_train=AWD_SGD,
                           wt2_epochs=750, wt2_finetune_epochs=750, ptb_test_tokens=None, meta_steps=100, pilot_steps=1000, eval_every=50)}
 
@@ -620,6 +620,16 @@ def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Pla
                   rounds=S.speed_rounds, data_path=data_path)
     parts['speed'] = [Spec(eval_speed, sp, seeds[0], name='speed', data_id=data_identity(sp.corpus))]
     return Plan('meta_dynamic', scale, parts)
+
+# %% ../nbs/13b_meta_dynamic_runs.ipynb #f6c0d2b5
+from .plan import GpuBasis, TRAIN_TOKENS
+
+CORE_GPU = awd.GPU_BASIS['awd_lstm']   # the core's basis: a gpu run of the paper's AWD-LSTM on PTB (batch 20, BPTT 70) on an H100
+GPU_BASIS = {   # how a gpu-scale run's hours on one H100 are extrapolated (`memlm.plan.basis_hours`, `make status SCALE=gpu`)
+    'ptb_lm': lambda s: CORE_GPU._replace(why="the core's LM (copied from its run where that finished, else trained here the same way)",
+                                          epochs=s.cfg.lm.train.epochs + s.cfg.lm.finetune_epochs),
+    'wt2_lm': GpuBasis(CORE_GPU.ref, TRAIN_TOKENS['wikitext-2'] / TRAIN_TOKENS['ptb'],
+                       "WikiText-2's training tokens over PTB's, each at the core's cost a token at batch 20 (batch 80 not credited, the larger softmax not counted)")}
 
 # %% ../nbs/13b_meta_dynamic_runs.ipynb #ddeadd08
 from .settings import Setting

@@ -6,10 +6,10 @@
 from __future__ import annotations
 
 # %% auto #0
-__all__ = ['FIG_SENTENCES', 'VOCAB', 'SCALES', 'PARTS', 'ROWS', 'PILM', 'SETTINGS', 'PILMExp', 'build_pilm', 'plain_lm',
-           'n_params', 'train_pilm', 'trained_pilm', 'FigureExp', 'phrase_figures', 'PILMThroughputExp',
-           'pilm_throughput', 'TransformerExp', 'train_transformer', 'PILMScale', 'pilm_config', 'make_plan',
-           'paired_differences']
+__all__ = ['FIG_SENTENCES', 'VOCAB', 'SCALES', 'PARTS', 'ROWS', 'CORE_GPU_RUN', 'PILM_TP', 'GPU_BASIS', 'PILM', 'SETTINGS',
+           'PILMExp', 'build_pilm', 'plain_lm', 'n_params', 'train_pilm', 'trained_pilm', 'FigureExp', 'phrase_figures',
+           'PILMThroughputExp', 'pilm_throughput', 'TransformerExp', 'train_transformer', 'PILMScale', 'pilm_config',
+           'make_plan', 'paired_differences']
 
 # %% ../nbs/11a_phrase_induction_runs.ipynb #394bdd4d
 from dataclasses import dataclass, field, replace
@@ -178,6 +178,7 @@ class PILMScale:
                                             # (cpu: its 33k-word softmax makes an epoch 3× PTB's)
     batch_size: int | None = None           # Table 1's training batch
     wt2_batch_size: int | None = None       # Table 2's
+    wt2_epochs: int | None = None           # Table 2's epoch cap (None: `epochs`)
     bptt: int | None = None                 # mean BPTT length (variable BPTT), and evaluation's window
     epochs: int | None = None               # the epoch cap of training (paper: the reference code's PTB run)
     max_steps_per_epoch: int | None = None  # a cap on the steps of an epoch (None: all of the training split)
@@ -200,7 +201,8 @@ SCALES = {
                        transformer=True, tp_rounds=3),
     'cpu': PILMScale(core_recipe=True, ablation_seeds=1, tp_threads=1),
     'gpu': PILMScale(model=AWDLSTMConfig.awd_ptb(vocab_size=VOCAB['ptb']), wt2_model=AWDLSTMConfig.awd_wt2(vocab_size=VOCAB['wikitext-2']),
-                     batch_size=20, wt2_batch_size=60, bptt=70, epochs=60, log_interval=100, finetune_epochs=40),
+                     batch_size=20, wt2_batch_size=60, bptt=70, epochs=23, log_interval=100, finetune_epochs=23,   # the epochs that fit: GPU_BASIS
+                     wt2_epochs=10, wt2_finetune_epochs=10),
     'paper': PILMScale(model=AWDLSTMConfig.awd_ptb(vocab_size=VOCAB['ptb']), wt2_model=AWDLSTMConfig.awd_wt2(vocab_size=VOCAB['wikitext-2']),
                        batch_size=20, wt2_batch_size=60, bptt=70, epochs=800, log_interval=100, finetune_epochs=500, wt2_finetune_epochs=750)}
 
@@ -218,7 +220,8 @@ def pilm_config(scale: str, corpus: str = 'ptb', data_path: str | None = None) -
                        test_batch_size=c.test_batch_size, eval_bptt=c.eval_bptt, data_path=data_path)
     wt2 = corpus == 'wikitext-2'
     train = TrainConfig(optimizer='sgd', lr=30., clip=0.25, weight_decay=1.2e-6, batch_size=S.wt2_batch_size if wt2 else S.batch_size,
-                        bptt=S.bptt, variable_bptt=True, alpha=2., beta=1., nt_asgd=True, nonmono=5, epochs=S.epochs,
+                        bptt=S.bptt, variable_bptt=True, alpha=2., beta=1., nt_asgd=True, nonmono=5,
+                        epochs=S.wt2_epochs if wt2 and S.wt2_epochs is not None else S.epochs,
                         max_steps_per_epoch=S.max_steps_per_epoch, eval_batch_size=10, progress=False, log_interval=S.log_interval)
     return PILMExp(corpus=S.corpus or corpus, model=S.wt2_model if wt2 else S.model, phrase=PhraseConfig(),
                    train=train, val_batch_size=10, test_batch_size=1, eval_bptt=S.bptt, data_path=data_path)
@@ -260,6 +263,23 @@ def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Pla
                         for k in ('baseline', 'full') for s in seeds] if S.transformer else [],
         'throughput': [Spec(pilm_throughput, tp, seeds[0], name='throughput')]})
     return plan
+
+# %% ../nbs/11a_phrase_induction_runs.ipynb #168a2686
+from .plan import GpuBasis, TRAIN_TOKENS, record_metric
+
+CORE_GPU_RUN = 'gpu/awd_lstm/archive/awd_lstm-s0-202fd50602'       # the paper's AWD-LSTM on PTB, batch 20, BPTT 70, on an H100
+PILM_TP = 'cpu/phrase_induction/runs/throughput-s0-a8cefde7c3'      # phrase induction's training tokens/s over its base's (a CPU)
+
+def _gpu_basis(spec) -> GpuBasis:
+    "A PILM run's basis: the core's epoch x the phrase module's cost (not the baseline's) x WikiText-2's tokens; fine-tuning epochs alone."
+    wt2, base, ft = getattr(spec.cfg, 'corpus', None) == 'wikitext-2', spec.name.startswith('baseline'), spec.name.endswith('_ft')
+    f = lambda r: (TRAIN_TOKENS['wikitext-2'] / TRAIN_TOKENS['ptb'] if wt2 else 1.) / (1. if base else record_metric(r, PILM_TP, 'train_ratio'))
+    why = '; '.join([*(["WikiText-2's training tokens over PTB's"] if wt2 else []),
+                     *([] if base else ["the phrase module at its training tokens/s ratio (measured on a CPU)"])]) or "the core's model, batch and BPTT"
+    return GpuBasis(CORE_GPU_RUN, f, why + ('; its fine-tuning epochs (it resumes its plain run)' if ft else ''),
+                    epochs=getattr(spec.cfg, 'finetune_epochs', None) if ft else None)
+
+GPU_BASIS = {'*': _gpu_basis}   # how a gpu-scale run's hours on one H100 are extrapolated (`memlm.plan.basis_hours`, `make status SCALE=gpu`)
 
 # %% ../nbs/11a_phrase_induction_runs.ipynb #a5c1d5bd
 from .settings import Setting

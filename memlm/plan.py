@@ -7,7 +7,8 @@ from __future__ import annotations
 from fastcore.basics import patch
 
 # %% auto #0
-__all__ = ['TRAIN_TOKENS', 'Results', 'Plan', 'plan_module', 'paper_plan', 'named', 'park', 'run_log', 'gpu_paces', 'plan_status',
+__all__ = ['TRAIN_TOKENS', 'GPU_BUDGET_MIN', 'Results', 'Plan', 'plan_module', 'paper_plan', 'named', 'park', 'run_log',
+           'gpu_paces', 'GpuBasis', 'fastest_epoch', 'record_metric', 'basis_hours', 'gpu_basis', 'plan_status',
            'plan_progress', 'mean_sd', 'aggregate', 'paired_diff', 'row_metrics', 'run_lists', 'fmt_ms', 'fmt_change',
            'matched_epochs', 'matched_epochs_plot']
 
@@ -18,6 +19,7 @@ from collections.abc import Collection
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable, NamedTuple
 import torch
 from .registry import check_scale, device_kind, get_device, markdown_table, num
 from .train import Interrupted
@@ -380,13 +382,55 @@ def _gpu_hours(spec: Spec, paces: dict) -> tuple[float, str] | None:
         return n / statistics.median(ts) / 3600 * cap, f"extrapolated: the same model's training tokens/s on {ps[0]['device']} (evaluation not counted)"
     return None
 
+# %% ../nbs/05c_plan.ipynb #c8d3383b
+class GpuBasis(NamedTuple):
+    """Where a gpu-scale run's hours on one GPU are extrapolated from: a timed run's fastest logged epoch (the one least shared
+    with other runs on its GPU) x `factor` x the epochs counted; `why` says what the factor is."""
+    ref: str                           # the timed run's folder under the results root: '<scale>/<paper>/runs/<run>' (or '.../archive/<run>')
+    factor: float | Callable = 1.      # this run's epoch over the reference's: a number, or a function of the results root (a record's ratio)
+    why: str = 'the same model, batch and BPTT'
+    epochs: int | None = None          # epochs counted (None: the run's epoch cap; an early-stopped run: what its reference took, say so in `why`)
+
+GPU_BUDGET_MIN = 8.   # a gpu-scale run's training alone on one H100, in minutes: what each paper's gpu configuration is chosen to fit
+
+def fastest_epoch(d: Path) -> tuple[float, str] | None:
+    "(seconds, device) of the fastest training epoch logged in run folder `d` (`train.log.jsonl`); None without a logged epoch."
+    ts = [e['time_s'] for e in run_log(d) if 'epoch' in e and e.get('time_s')]
+    if not ts: return None
+    try: r = load_record(d) or {}
+    except CorruptRecordError: r = {}
+    return min(ts), (r.get('provenance') or {}).get('device') or 'a GPU'
+
+def record_metric(root: Path, ref: str, key: str) -> float:
+    "Metric `key` of the record in `root/ref` (a throughput ratio a `GpuBasis` factor is made of)."
+    return float(load_record(Path(root)/ref)['metrics'][key])
+
+def basis_hours(spec: Spec, basis: GpuBasis, root: Path) -> tuple[float, str] | None:
+    "(hours, where from) of `spec` on one GPU by `basis` over the records under `root`; None where its reference or epochs are missing."
+    n = basis.epochs or _epoch_cap(spec); fe = fastest_epoch(Path(root)/basis.ref)
+    if not n or not fe: return None
+    s, dev = fe; f = basis.factor(Path(root)) if callable(basis.factor) else basis.factor
+    return s * f * n / 3600, (f"extrapolated: {n} epochs x {s:.1f} s (the fastest epoch of {Path(basis.ref).name} on {dev})"
+                              + (f" x {f:.2f}" if f != 1 else '') + f": {basis.why}")
+
+def gpu_basis(spec: Spec, table: dict) -> GpuBasis | None:
+    """A run's entry of a paper's `GPU_BASIS` table: its name (or its row, the label a plan that borrows it gives), else the longest
+    key its name starts with, else the key '*'; an entry that is a function of the run gives its `GpuBasis`."""
+    for k in (spec.name, spec.row):
+        if k in table: b = table[k]; break
+    else:
+        keys = sorted((k for k in table if k != '*' and spec.name.startswith(k)), key=len)
+        b = table[keys[-1]] if keys else table.get('*')
+    return b(spec) if callable(b) else b   # an entry may be a function of the run (runs of one name on two corpora)
+
 # %% ../nbs/05c_plan.ipynb #dbedbdd6
 @patch
 def status_rows(self: Plan, parts=None, problems: list | None = None) -> list[dict]:
     """One row per run of `parts` (default all, with what they need), read from disk: done, incomplete or not started, with epochs
     and why it stopped; a run not done has `est_h`: what its own interrupted record says it has left (`_hours_left`), else the median
-    hours of the same run's finished seeds, else what a former run of its name took on a CPU (`_former_hours`), at gpu and paper scale
-    what runs of the same model took on a GPU (`_gpu_hours`), else None; `est_from` says which."""
+    hours of the same run's finished seeds, else what a former run of its name took on a CPU (`_former_hours`), at gpu and paper scale what
+    runs of the same model took on a GPU (`_gpu_hours`), else None; at gpu scale its paper's `GPU_BASIS` (`basis_hours`: alone on one
+    GPU) comes first, and a run without any is 'unknown: never timed on a GPU'; `est_from` says which."""
     rows, names, hours, specs, when = [], [], {}, self.specs(parts), {}
     paces = gpu_paces(self.root.parents[2]) if self.scale in ('gpu', 'paper') else {}   # the GPU records beside this plan's results
     for s in specs:
@@ -412,9 +456,12 @@ def status_rows(self: Plan, parts=None, problems: list | None = None) -> list[di
                          est_from='its own log' if est else None))
     for row, name, s in zip(rows, names, specs):
         if row['status'] == 'done' or row['est_h'] is not None: continue
-        if name in hours: row['est_h'], row['est_from'] = statistics.median(hours[name]), 'its finished seeds'
+        if self.scale == 'gpu' and (b := gpu_basis(s, getattr(plan_module(s.home or self.paper), 'GPU_BASIS', {}))) \
+                and (g := basis_hours(s, b, self.root.parents[2])): row['est_h'], row['est_from'] = g   # alone on one GPU: before seeds that shared it
+        elif name in hours: row['est_h'], row['est_from'] = statistics.median(hours[name]), 'its finished seeds'
         elif (h := _former_hours(self.dir(s), s)) is not None: row['est_h'], row['est_from'] = h, 'a former run of its name'
         elif g := _gpu_hours(s, paces): row['est_h'], row['est_from'] = g
+        elif self.scale == 'gpu': row['est_from'] = 'unknown: never timed on a GPU'
     for row in rows:
         if row['est_h']: row['est_h'] = round(row['est_h'], 2)
     for row, s in zip(rows, specs):                   # a run made from a need that was trained again after it: its numbers are the old need's
@@ -430,7 +477,7 @@ def plan_status(paper: str, scale: str, seeds=(0, 1, 2), data_path: str | None =
     n = {k: sum(r['status'] == k for r in rows) for k in dict.fromkeys(r['status'] for r in rows)}
     left = [r for r in rows if r['status'] != 'done']
     est = sum(r['est_h'] for r in left if r['est_h']); unknown = sum(not r['est_h'] for r in left)
-    eta = ((f"; left: about {est:.1f} h for {len(left) - unknown} runs (one process each, from `est_from`: a run's own log, its finished seeds, or a former run of its name on a CPU)"
+    eta = ((f"; left: about {est:.1f} h for {len(left) - unknown} runs (one process each, from `est_from`: a run's own log, its finished seeds, a former run of its name on a CPU, or a GPU timing)"
             + (f", {unknown} without an estimate" if unknown else '')) if unknown < len(left) else f'; {len(left)} left, without an estimate') if left else ''
     return ((markdown_table(rows, list(rows[0])) if rows else '_no runs_\n') + ''.join(f'\n{p}' for p in problems)
             + f"\n{paper} ({scale}): " + ', '.join(f'{v} {k}' for k, v in n.items()) + eta)

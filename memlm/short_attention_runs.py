@@ -6,8 +6,8 @@
 from __future__ import annotations
 
 # %% auto #0
-__all__ = ['LR_CHECK', 'CPU_LR', 'SCALES', 'PARTS', 'ATTENTIVE', 'WINDOWS', 'NGRAMS', 'LONG_KINDS', 'SETTINGS', 'sa_corpus',
-           'ShortAttnExp', 'train_lm', 'trained_lm', 'ThroughputExp', 'SettingCostExp', 'setting_costs',
+__all__ = ['LR_CHECK', 'CPU_LR', 'SCALES', 'PARTS', 'ATTENTIVE', 'WINDOWS', 'NGRAMS', 'LONG_KINDS', 'GPU_BASIS', 'SETTINGS',
+           'sa_corpus', 'ShortAttnExp', 'train_lm', 'trained_lm', 'ThroughputExp', 'SettingCostExp', 'setting_costs',
            'measure_throughput', 'CBTExp', 'cbt_corpus', 'train_cbt', 'ShortAttnScale', 'run_name', 'lm_base',
            'matched', 'wide_controls', 'make_plan']
 
@@ -249,6 +249,30 @@ def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Pla
                   data_id=','.join(data_identity(c) for c, _ in SettingCostExp.candidates))] if scale == 'cpu' else []
     return Plan('short_attention', scale, dict(lr_check=lr_check, table1=table1, controls=controls, window=window, attention=attention, long=long, ngram=ngram,
                                                throughput=[Spec(measure_throughput, tp, s0, name='throughput'), *costs], cbt=cbt))
+
+# %% ../nbs/12a_short_attention_runs.ipynb #5a4e6cf7
+from .plan import GpuBasis
+from .experiment import load_record, runs_dir
+
+def _gpu_finished() -> list[tuple[str, int]]:
+    "(folder under the results root, epochs) of this paper's finished gpu-scale training runs."
+    d = runs_dir('short_attention', 'gpu')
+    rs = [(f, load_record(f)) for f in sorted(d.glob('*-s*-*'))] if d.is_dir() else []
+    return [(f'gpu/short_attention/runs/{f.name}', r['epochs']) for f, r in rs if r and r.get('status') == 'done' and r.get('epochs')]
+
+def _gpu_basis(spec) -> GpuBasis | None:
+    "A run's basis: the fastest epoch of the finished gpu runs x the most epochs one took (at most its cap) x its parameters over the LSTM's."
+    from memlm.plan import fastest_epoch, _epoch_cap
+    done = _gpu_finished(); root = runs_dir('short_attention', 'gpu').parents[2]
+    if not done or not (cap := _epoch_cap(spec)) or not hasattr(spec.cfg, 'model'): return None
+    ref = min((r for r, _ in done), key=lambda r: fastest_epoch(root/r)[0])
+    base = lm_base('gpu')[0].model
+    f = count_params(spec.cfg.model) / count_params(base)
+    return GpuBasis(ref, max(f, 1.), f"parameter-matched models (x their parameters over the LSTM's where more): the fastest epoch of the "
+                    f"finished gpu runs, which shared their H100; the most epochs one took before early stopping, {max(e for _, e in done)}",
+                    epochs=min(cap, max(e for _, e in done)))
+
+GPU_BASIS = {'*': _gpu_basis}   # how a gpu-scale run's hours on one H100 are extrapolated (`memlm.plan.basis_hours`, `make status SCALE=gpu`)
 
 # %% ../nbs/12a_short_attention_runs.ipynb #ff6bb014
 from .settings import Setting

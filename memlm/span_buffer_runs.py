@@ -8,14 +8,14 @@ from __future__ import annotations
 # %% auto #0
 __all__ = ['CONTROLS', 'PARTS', 'SCREEN_ETAS', 'FORM_ETAS', 'READING', 'CLIP_EXTRA', 'LAG_READINGS', 'LAG_SCREEN_BEST',
            'LAG_FULL', 'DIAGNOSES', 'CPU_ETA', 'ETA_READINGS', 'SYNTH_DIAGNOSTICS', 'RECALL_VARIANTS', 'LM_TRAIN',
-           'SMOKE_TRAIN', 'AWD_TRAIN', 'MOS_TRAIN', 'CHECK_TRAIN', 'CHECKS', 'CHECK_ARMS', 'SCALES', 'MOS', 'KR',
-           'SETTINGS', 'LABELS', 'SynthConfig', 'RecallConfig', 'lm_corpus', 'SNBExp', 'build_lm', 'train_lm',
-           'trained_lm', 'DynEvalExp', 'dyneval_lm', 'SnapshotExp', 'snapshot_lm', 'ControlsExp', 'snb_controls_lm',
-           'MixtureFloorLM', 'WholeMixtureLM', 'ThroughputExp', 'snb_throughput', 'screen_train', 'screen_specs',
-           'form_specs', 'screen_last_ppl', 'choose_form_etas', 'lag_readings', 'lag_screen_specs', 'choose_lag_screen',
-           'lag_full_specs', 'diagnosis_specs', 'choose_lag_full', 'synth_diagnostics', 'recall_variants', 'SNBScale',
-           'lm_configs', 'check_specs', 'make_plan', 'metrics_of', 'named', 'per_seed', 'paired', 'lm_table', 'table3',
-           'matched_reading']
+           'SMOKE_TRAIN', 'AWD_TRAIN', 'MOS_TRAIN', 'CHECK_TRAIN', 'CHECKS', 'CHECK_ARMS', 'SCALES', 'CORE_GPU_RUN',
+           'SNB_GPU_TP', 'CHECK_GPU_RUN', 'GPU_BASIS', 'MOS', 'KR', 'SETTINGS', 'LABELS', 'SynthConfig', 'RecallConfig',
+           'lm_corpus', 'SNBExp', 'build_lm', 'train_lm', 'trained_lm', 'DynEvalExp', 'dyneval_lm', 'SnapshotExp',
+           'snapshot_lm', 'ControlsExp', 'snb_controls_lm', 'MixtureFloorLM', 'WholeMixtureLM', 'ThroughputExp',
+           'snb_throughput', 'screen_train', 'screen_specs', 'form_specs', 'screen_last_ppl', 'choose_form_etas',
+           'lag_readings', 'lag_screen_specs', 'choose_lag_screen', 'lag_full_specs', 'diagnosis_specs',
+           'choose_lag_full', 'synth_diagnostics', 'recall_variants', 'SNBScale', 'lm_configs', 'check_specs',
+           'make_plan', 'metrics_of', 'named', 'per_seed', 'paired', 'lm_table', 'table3', 'matched_reading']
 
 # %% ../nbs/10a_span_buffer_runs.ipynb #33a30e10
 import copy, functools, json, math
@@ -489,10 +489,11 @@ SCALES = {
     'cpu': SNBScale(   # the core's cpu model and recipe, unchanged (see Scales); MoS at the MoS paper's lr 20
         soft=None, mos=dict(n_experts=3), snb=dict(span_len=8, buffer_size=512, attn_size=64, eta=CPU_ETA), train=None, mos_train=dict(lr=20.),
         de_splits=('test',), screen_epochs=3, tp_buffers=((8, 2048), (8, 512)), tp_threads=1, **CHECKS),
-    'gpu': SNBScale(   # Table 5 and the base models' own settings, 60 epochs
+    'gpu': SNBScale(   # Table 5 and the base models' own settings, on the epochs that fit a GPU (GPU_BASIS): a pair's arms alike
         soft=AWDLSTMConfig.awd_ptb(), mos=AWDLSTMConfig.mos_ptb(), snb={},
         wt2_soft=AWDLSTMConfig.awd_wt2(), wt2_mos=AWDLSTMConfig.mos_wt2(), wt2_snb=dict(span_len=4, buffer_size=512, train_temp=10., eval_temp=0.01),
-        train=AWD_TRAIN | dict(epochs=60), mos_train=MOS_TRAIN, **CHECKS),
+        train=AWD_TRAIN | dict(epochs=18), mos_train=MOS_TRAIN | dict(epochs=11),                    # PTB: softmax 18, MoS 11 epochs
+        wt2_train=dict(epochs=8), wt2_mos_train=MOS_TRAIN | dict(epochs=4), **CHECKS),              # WT2: softmax 8, MoS 4 epochs
     'paper': SNBScale(   # as gpu, with the base models' public recipes in full (see the settings table of 10_span_buffer)
         soft=AWDLSTMConfig.awd_ptb(), mos=AWDLSTMConfig.mos_ptb(), snb={},
         wt2_soft=AWDLSTMConfig.awd_wt2(), wt2_mos=AWDLSTMConfig.mos_wt2(), wt2_snb=dict(span_len=4, buffer_size=512, train_temp=10., eval_temp=0.01),
@@ -508,6 +509,31 @@ def _train_cfg(scale: str, mos: bool = False, wt2: bool = False) -> TrainConfig:
     S = SCALES[scale]
     t = core.awd_configs('cpu')[0].train if S.train is None else TrainConfig(**(LM_TRAIN | S.train | (S.wt2_train if wt2 else {})))
     return replace(t, **(S.wt2_mos_train if wt2 and S.wt2_mos_train is not None else S.mos_train)) if mos else t
+
+# %% ../nbs/10a_span_buffer_runs.ipynb #7264886d
+from .plan import GpuBasis, TRAIN_TOKENS, record_metric, run_log
+
+CORE_GPU_RUN = 'gpu/awd_lstm/archive/awd_lstm-s0-202fd50602'     # the paper's AWD-LSTM on PTB, batch 20, BPTT 70, on an H100
+SNB_GPU_TP = 'gpu/span_buffer/runs/throughput-s0-b5cf18f748'     # +SNB's tokens/s over its base's on a GPU (Table 5's two settings)
+CHECK_GPU_RUN = 'cpu/span_buffer/archive/L4_B2048-s0-4ff23aca9b'  # a cpu-size (2x400) +SNB LM, buffer 2048, trained on an H200
+
+def _snb_cost(root) -> float: return 1 / min(record_metric(root, SNB_GPU_TP, f'{k}/ratio') for k in ('L8_B2048', 'L4_B512'))
+_MOS_STEPS = AWD_TRAIN['batch_size'] / MOS_TRAIN['batch_size']   # MoS's steps per epoch over the AWD-LSTM's
+_WT2 = TRAIN_TOKENS['wikitext-2'] / TRAIN_TOKENS['ptb']
+_CHECK_STEPS = CHECKS['check_corpus']['n_train'] / (CHECK_TRAIN['batch_size'] * CHECK_TRAIN['bptt'])   # a check's steps per epoch
+_SNB, _MOS = "+SNB at its throughput record's lower tokens/s ratio", "MoS: batch 12, so 20/12 the steps, each as the AWD-LSTM's"
+GPU_BASIS = {   # how a gpu-scale run's hours on one H100 are extrapolated (`memlm.plan.basis_hours`, shown by `make status SCALE=gpu`)
+    'awd': GpuBasis(CORE_GPU_RUN, why="the core's model, batch and BPTT"),
+    'awd_snb': GpuBasis(CORE_GPU_RUN, _snb_cost, _SNB),
+    '*': GpuBasis(CORE_GPU_RUN, _snb_cost, f"{_SNB} (the ablations and the sweep: +SNB on the core's model)"),
+    'mos': GpuBasis(CORE_GPU_RUN, _MOS_STEPS, _MOS),
+    'mos_snb': GpuBasis(CORE_GPU_RUN, lambda r: _MOS_STEPS * _snb_cost(r), f'{_MOS}; {_SNB}'),
+    'wt2_awd': GpuBasis(CORE_GPU_RUN, _WT2, "WikiText-2's training tokens over PTB's"),
+    'wt2_awd_snb': GpuBasis(CORE_GPU_RUN, lambda r: _WT2 * _snb_cost(r), f"WikiText-2's tokens over PTB's; {_SNB}"),
+    'wt2_mos': GpuBasis(CORE_GPU_RUN, _WT2 * _MOS_STEPS, f"WikiText-2's tokens over PTB's; {_MOS}"),
+    'wt2_mos_snb': GpuBasis(CORE_GPU_RUN, lambda r: _WT2 * _MOS_STEPS * _snb_cost(r), f"WikiText-2's tokens over PTB's; {_MOS}; {_SNB}"),
+    **{k: GpuBasis(CHECK_GPU_RUN, lambda r: _CHECK_STEPS / run_log(r/CHECK_GPU_RUN)[0]['step'],
+                   "a check's steps per epoch over that run's, each no slower (a 2x64 LM, a buffer of 64-128)") for k in ('synth', 'recall')}}
 
 # %% ../nbs/10a_span_buffer_runs.ipynb #5c287135
 def lm_configs(scale: str, corpus: str = 'ptb', data_path: str | None = None) -> dict[str, SNBExp]:

@@ -1,6 +1,6 @@
 """tools/campaign.py: the priority's gpu hold, pending runs (both arms of a seed on one kind of device), the scheduler with its
 deadline and 'alone' items, and the round trip run -> pack -> unpack, on toy runs on the CPU."""
-import json, os, sys, time
+import importlib, json, os, sys, time
 from pathlib import Path
 import pytest
 from fastcore import test as fc
@@ -23,8 +23,10 @@ def results(tmp_path, monkeypatch):
 def toy(name, s, **kw): return mx.Spec(mx.toy_regression, mx.ToyConfig(**kw), seed=s, name=name)
 
 
-def test_gpu_items_wait_for_the_gpu_scale():
-    fc.test_eq(gpu_scale_set(), False)                                        # not chosen yet: no GPU has timed the candidates
+def test_gpu_items_wait_for_the_gpu_scale(monkeypatch):
+    fc.test_eq(gpu_scale_set(), True)                                         # chosen from the recorded epoch (GPU_BASIS); gpu_fit confirms
+    fc.test_eq(held_items(PRIORITY), [])
+    monkeypatch.setattr(importlib.import_module('memlm.awd_lstm'), 'GPU_MODEL', None)   # not chosen: the gpu-scale comparisons wait
     fc.test_eq(held_items(PRIORITY), [it for it in PRIORITY if it[1] == 'gpu' and it[0] != 'awd_lstm'])
     assert ('awd_lstm', 'gpu', ('gpu_fit',), 'alone') not in held_items(PRIORITY)   # the timing itself runs
 

@@ -61,6 +61,16 @@ def test_conll2003_counts():
         assert dict(Counter(t[2:] for b in bioes for t in b if t[:2] in ('B-', 'S-'))) == ents
 
 
+def test_conll2003_padded_steps():
+    "The NER gpu estimate's padded steps an epoch (`memlm.dynamic_skip_runs.CONLL_PADDED_STEPS`): eng.train's iid batches, as `BatchTask` draws them."
+    from memlm.dynamic_skip_runs import CONLL_PADDED_STEPS
+    lengths = torch.tensor([len(s['words']) for s in read_conll2003(ensure_corpus('conll2003', real_root('conll2003'))/'eng.train')])
+    for bs, want in CONLL_PADDED_STEPS.items():
+        epochs = [torch.randperm(len(lengths), generator=torch.Generator().manual_seed(i)) for i in range(10)]
+        got = sum(sum(int(lengths[o[j:j + bs]].max()) for j in range(0, len(o), bs)) for o in epochs) / len(epochs)
+        assert abs(got / want - 1) < 0.01, (bs, got, want)
+
+
 @pytest.mark.parametrize('name,fname', [('ptb', 'ptb.valid.txt'), ('wikitext-2', 'wiki.test.tokens'), ('conll2003', 'eng.testa')])
 def test_corrupted_copy_is_refused(tmp_path, name, fname):
     src = real_root(name)/SOURCES[name].folder
