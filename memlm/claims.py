@@ -85,10 +85,11 @@ def _claim_value(c: dict, scales=('paper', 'gpu', 'cpu'), archived=archived_runs
     partial = None
     for s, p, rec, v in _records(c, scales):
         if archived(rec, c['paper'], s): continue
-        m = rec['metrics']
+        m, own = rec['metrics'], _claim_runs(c)
+        if own and not _run_records(rec, p.parent, own): own = c.get('arms') or ''   # its runs are another paper's: the record's
         o = dict(value=v, sd=json_float(m.get(f"{c['key']}_std")), n=m.get(f"{c['key']}_n"), scale=s, partial=bool(rec.get('missing')),
                  commit=_trained_at(rec, p.parent), unequal=_unequal_schedules(rec, p.parent, c.get('arms') or ''),
-                 schedule=schedule(rec, p.parent, c.get('arms') or ''))
+                 schedule=schedule(rec, p.parent, own))   # the schedule of the runs it compares
         if not o['partial']: return o | dict(larger=partial)   # `missing`: some of the record's runs are unfinished
         partial = partial or o
     return partial
@@ -113,6 +114,12 @@ def _trained_at(rec: dict, paper_dir: Path) -> str:
     provs = [p for r in _run_records(rec, paper_dir) for p in (r.get('trained_by') or [r.get('provenance', {})])] or [rec.get('provenance', {})]
     c = lambda p: p.get('commit') or '?'
     return ', '.join(dict.fromkeys((c(p) if c(p).startswith('earlier') else c(p)[:8]) + ('+dirty' if p.get('dirty') else '') for p in provs))
+
+def _claim_runs(c: dict) -> str:
+    """The runs claim `c` compares, space-separated: its declared `arms`, else the run names its `recompute` recipe reads (after
+    '@': `A+B` is two names, `B*` is B; '' when it names none)."""
+    if c.get('arms') or '@' not in (c.get('recompute') or ''): return c.get('arms') or ''
+    return ' '.join(n.rstrip('*') for t in c['recompute'].split('@', 1)[1].split() if t not in ('/', '-') for n in t.split('+'))
 
 def schedule(rec: dict, paper_dir: Path, arms: str = '') -> str:
     """The schedule the runs behind an aggregated record trained (`arms`: those runs only): '28 epochs', '22-25 epochs', or '' (no
