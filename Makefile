@@ -23,7 +23,8 @@
 # A run stopped by Ctrl-C or `kill` (SIGINT/SIGTERM) checkpoints the step it reached first; the same command continues it.
 #
 # On an offline machine with torch, tqdm, numpy and fastcore already installed (no registry, no venv possible),
-# `make runs`, `status`, `park`, `reproduce` and `summary` can run on the system Python instead of the venv (nothing is installed; memlm from this checkout):
+# `make runs`, `status`, `park`, `reproduce` and `summary` can run on the system Python instead of the venv (nothing is installed; memlm from this checkout);
+# `reproduce` and `summary` also need papermill, nbconvert and ipykernel, and the reports' packages (setup's [reports] extra): a missing one stops them at once, named:
 #   NO_VENV=1 make runs PAPER=span_buffer SCALE=cpu RUNS="mos:0 mos_snb:0" WORKERS=2 TIME_LIMIT=540 MEMLM_DATA=$PWD/corpora
 #
 # Every variable reaches the commands as an environment variable and is checked by `python -m memlm.cli` before any work:

@@ -6,11 +6,13 @@
 from __future__ import annotations
 import argparse, json, os, re, sys
 from pathlib import Path
+from typing import Callable
 from .data import repo_root
 from .registry import SCALES
 
 # %% auto #0
-__all__ = ['papers', 'positive_int', 'time_limit', 'choice', 'main', 'plan_folders', 'status_overview']
+__all__ = ['REPORT_TOOLS', 'papers', 'positive_int', 'time_limit', 'choice', 'missing_report_tools', 'main', 'plan_folders',
+           'status_overview']
 
 # %% ../nbs/08_cli.ipynb #48495121
 def papers() -> list[str]:
@@ -101,6 +103,22 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument('--failed', default='', help='where a failed execution is kept (default: OUT with .failed)')
     return ap
 
+# %% ../nbs/08_cli.ipynb #5666dfd2
+REPORT_TOOLS = ('papermill', 'nbconvert', 'ipykernel')   # what executes the notebooks for `make reproduce` and `make summary`, beyond memlm's own needs
+
+def missing_report_tools(find: Callable = None) -> list[str]:
+    "The packages of `REPORT_TOOLS` this Python cannot import (`find`: `importlib.util.find_spec`)."
+    import importlib.util
+    find = find or importlib.util.find_spec
+    return [m for m in REPORT_TOOLS if find(m) is None]
+
+def _need_report_tools(find: Callable = None):
+    "Stop at once, naming what is missing, before a notebook is executed (a system Python under `NO_VENV=1` may lack them)."
+    if miss := missing_report_tools(find):
+        raise SystemExit(f"error: executing the notebooks needs {', '.join(REPORT_TOOLS)}; missing here: {', '.join(miss)} "
+                         f"(pip install {' '.join(miss)}, or run without NO_VENV=1: the venv has them)")
+
+
 # %% ../nbs/08_cli.ipynb #ad313392
 def _check_reproduce(a) -> dict:
     "make reproduce's arguments, checked: the papers, and parts that each of them has; returns papermill's parameters."
@@ -177,9 +195,10 @@ def main(argv=None) -> int:
         return 0
     if a.cmd == 'status':
         print(X.plan_status(a.paper, a.scale, a.seeds, data_path=data) if a.paper else status_overview(a.scale, a.seeds, data)); return 0
-    if a.cmd == 'check': _check_reproduce(a); return 0
+    if a.cmd == 'check': _need_report_tools(); _check_reproduce(a); return 0
     if a.cmd == 'index': print(_write_run_index()); return 0
     if a.cmd == 'report':
+        _need_report_tools()
         params = json.loads(Path(a.params).read_text()) if a.params else {}
         from papermill.exceptions import PapermillExecutionError
         try: print(_execute_report(a.nb, a.out, params, failed=a.failed or None)); return 0
