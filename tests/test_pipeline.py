@@ -35,10 +35,13 @@ def test_make_rejects_unknown_paper():
     assert r.returncode != 0 and "unknown paper(s) 'nope'" in r.stderr
 
 
-def test_make_accepts_valid_scales():
+def test_make_accepts_valid_scales(capsys):
+    """`python -m memlm.cli check` (what `make reproduce` runs first) accepts every scale: its `main`, in this process (the command's
+    exit status on a refusal is the tests above, and test_run_layer's `make reproduce SCALE=cpu ... PARTS=bogus` gets past the scale)."""
+    from memlm.cli import main, papers
     for s in ('smoke', 'cpu', 'gpu', 'paper'):
-        r = subprocess.run([str(BIN/'python'), '-m', 'memlm.cli', 'check', '--scale', s], cwd=ROOT, capture_output=True, text=True)
-        assert r.returncode == 0, r.stderr
+        assert main(['check', '--scale', s]) == 0, s
+        assert capsys.readouterr().out.split() == papers(), s   # every paper, when PAPERS names none
 
 
 def _param_cells(nb):
@@ -66,10 +69,11 @@ def test_reproduction_notebooks_use_the_experiment_layer(nb):
     assert not any('nbdev_export(' in ''.join(c['source']) for c in cells if c['cell_type'] == 'code')
 
 
-def test_bad_parameters_fail_before_any_work(tmp_path):
+def test_bad_parameters_fail_before_any_work(tmp_path, repro_part):
     """A typo in a papermill parameter stops the notebook with the valid choices, before a run starts (an unknown part or scale
-    is refused by the same `read_params`: its unit tests, 05_experiment)."""
-    r = subprocess.run([str(BIN/'papermill'), '--cwd', 'nbs', 'nbs/09_awd_lstm.ipynb', str(tmp_path/'out.ipynb'), '-p', 'sclae', 'cpu'],
+    is refused by the same `read_params`: its unit tests, 05_experiment). The core's notebook without its method's tests
+    (`reproduction_part`: nbdev_test runs those), so that papermill reaches the parameters at once."""
+    r = subprocess.run([str(BIN/'papermill'), '--cwd', 'nbs', str(repro_part(ROOT/'nbs'/'09_awd_lstm.ipynb')), str(tmp_path/'out.ipynb'), '-p', 'sclae', 'cpu'],
                        cwd=ROOT, capture_output=True, text=True, timeout=300, env={**os.environ, 'MEMLM_RESULTS': str(tmp_path/'results')})
     assert r.returncode != 0 and "unknown parameter(s) 'sclae'; valid parameters: scale, parts" in r.stderr + r.stdout, r.stderr[-2000:]
     assert not (tmp_path/'results').exists()      # nothing was run or recorded
