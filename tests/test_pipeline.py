@@ -1,5 +1,5 @@
 """The project's plumbing: library = notebooks; the Makefile's argument checks (`memlm.cli`); the reproduction notebooks (09, 1N, the template) use the experiment layer; papermill parameter errors stop before any run; the provenance dirty flag."""
-import json, os, shutil, subprocess, sys
+import json, os, shutil, subprocess, sys, textwrap
 from pathlib import Path
 import pytest
 
@@ -83,11 +83,16 @@ def test_provenance_dirty_flag_ignores_run_outputs(tmp_path):
     "Runs rewrite tracked results/, figures/, reports/ and README.md; only a change to the code marks a record dirty."
     clone = tmp_path/'clone'
     subprocess.run(['git', 'clone', '-q', str(ROOT), str(clone)], check=True)
-    probe = "from memlm.registry import provenance; print(provenance()['dirty'])"
-    dirty = lambda: subprocess.run([sys.executable, '-c', probe], cwd=clone, capture_output=True, text=True,
-                                   env={'PYTHONPATH': str(clone), 'PATH': '/usr/bin:/bin'}, check=True).stdout.strip()
-    assert dirty() == 'False'
-    (clone/'results'/'summary.md').write_text('rewritten by a run\n')
-    assert dirty() == 'False'
-    (clone/'memlm'/'__init__.py').write_text((clone/'memlm'/'__init__.py').read_text() + '# edited\n')
-    assert dirty() == 'True'
+    # one process: its records' flag (read at import), the checkout's state after a run's output and after a code edit
+    probe = textwrap.dedent("""
+        from pathlib import Path
+        from memlm.registry import _code_state, provenance
+        print(provenance()['dirty'])
+        Path('results/summary.md').write_text('rewritten by a run\\n'); print(_code_state()['dirty'])
+        Path('memlm/__init__.py').write_text(Path('memlm/__init__.py').read_text() + '# edited\\n'); print(_code_state()['dirty'])
+        print(provenance()['dirty'])   # this process's records keep the code it imported
+    """)
+    run = lambda code: subprocess.run([sys.executable, '-c', code], cwd=clone, capture_output=True, text=True,
+                                      env={'PYTHONPATH': str(clone), 'PATH': '/usr/bin:/bin'}, check=True).stdout.split()
+    assert run(probe) == ['False', 'False', 'True', 'False']
+    assert run("from memlm.registry import provenance; print(provenance()['dirty'])") == ['True']   # a process that imports the edited code
