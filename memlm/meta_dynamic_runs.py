@@ -43,6 +43,7 @@ class CorpusExp:
     train_articles: int | None = None  # train on the first this many training articles only
     test_articles: int | None = None   # evaluate on the first this many test articles only
     test_tokens: int | None = None     # ... and at most this many test tokens
+    valid_tokens: int | None = field(default=None, metadata={'key': 'if_set'})   # at most this many validation tokens (None: all; smoke: a short text)
     data_path: str | None = field(default=None, metadata={'key': False})
 
 # %% ../nbs/13b_meta_dynamic_runs.ipynb #da507196
@@ -57,6 +58,7 @@ def corpus_splits(cfg: CorpusExp) -> dict:
     out = {s: (c[s], c.articles.get(s)) for s in SPLITS}
     out['train'] = first_articles(*out['train'], cfg.train_articles)
     out['test'] = stream_prefix(*first_articles(*out['test'], cfg.test_articles), cfg.test_tokens)
+    out['valid'] = stream_prefix(*out['valid'], cfg.valid_tokens)
     return dict(out, vocab_size=len(c.vocab))
 
 # %% ../nbs/13b_meta_dynamic_runs.ipynb #dad65019
@@ -435,6 +437,7 @@ class MetaDynScale:
     wt2_finetune_epochs: int = 0      # AWD-LSTM's averaged-SGD second phase (0: none)
     # the core's PTB LM: `memlm.awd_lstm`'s run of the same scale
     ptb_test_tokens: int | None       # evaluated on at most this many PTB test tokens (None: all)
+    ptb_valid_tokens: int | None = None   # ... tuned and meta-trained on at most this many of its validation tokens (None: all)
     reuse_core: bool = True           # copy the core's finished run (False: always train it here)
     ptb_metas: tuple = ('meta1', 'meta2', 'meta3', 'meta3_mlp')   # the first design's learners on PTB (cpu budget: the 3-level one)
     # every LM: statistics and tuning grids (`method_specs`)
@@ -471,11 +474,11 @@ class MetaDynScale:
 
 # %% ../nbs/13b_meta_dynamic_runs.ipynb #76d88187
 SCALES = {
-    'smoke': MetaDynScale(wt2_corpus=dict(name='topics', test_tokens=900), wt2_model=AWDLSTMConfig.tiny(60, nlayers=2, emsize=16, nhid=32),
+    'smoke': MetaDynScale(wt2_corpus=dict(name='topics', test_tokens=600, valid_tokens=1200), wt2_model=AWDLSTMConfig.tiny(60, nlayers=2, emsize=16, nhid=32),
                           wt2_train=ADAM | dict(batch_size=16, bptt=20, max_steps_per_epoch=30, log_interval=10), wt2_epochs=2,
-                          ptb_test_tokens=500, reuse_core=False, max_stats_batches=20, fisher_pieces=20, sgd_grid=(0.1, 1.), rms_grid=(1.,),
+                          ptb_test_tokens=300, ptb_valid_tokens=800, reuse_core=False, max_stats_batches=20, fisher_pieces=20, sgd_grid=(0.1, 1.), rms_grid=(1.,),
                           unroll=5, meta_steps=3, meta_lrs=(1e-2, 1e-1), holdout_tokens=100,
-                          pilot_steps=4, eval_every=2, curve_tokens=200, learn_seeds=(0, 1),
+                          pilot_steps=4, eval_every=2, curve_tokens=100, learn_seeds=(0, 1),
                           speed_corpus='synthetic', speed_model=AWDLSTMConfig.tiny(64, nlayers=2, emsize=16, nhid=32), speed_tokens=300,
                           speed_stats_tokens=2_000, speed_rounds=1),
     'cpu': MetaDynScale(wt2_corpus=dict(name='wikitext-2', max_vocab=10_000, train_articles=200, test_articles=12),
@@ -599,7 +602,7 @@ def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Pla
         ptb_lm = Spec(core_lm, CoreLMExp(lm=core.cfg, core_run=core.folder, core_root=str(runs_dir('awd_lstm', scale)),
                                         reuse=S.reuse_core), seed, name='ptb_lm', data_id=core.data_id, carry=True)   # trained here
         # when the core's weights are not on this machine: its weights travel with its record, as the WikiText-2 LM's
-        ptb_ref = LMRef(CorpusExp(core.cfg.corpus, test_tokens=S.ptb_test_tokens, data_path=data_path),
+        ptb_ref = LMRef(CorpusExp(core.cfg.corpus, test_tokens=S.ptb_test_tokens, valid_tokens=S.ptb_valid_tokens, data_path=data_path),
                         core.cfg.model, ptb_lm.folder, 'finetune' if core.cfg.finetune_epochs else 'train')
         wt2 = wt2_lm_config(scale, data_path)
         wt2_lm = Spec(train_lm, wt2, seed, name='wt2_lm', data_id=data_identity(wt2.corpus.name), carry=True)   # its weights travel with its record

@@ -29,10 +29,10 @@ def test_the_readme_script_runs(tmp_path):
     assert r.returncode == 0, r.stderr[-3000:]
     wheel = next((tmp_path/'dist').glob('memlm-*.whl'))
     venv = tmp_path/'venv'; py = venv/'bin'/'python'
-    assert run(sys.executable, '-m', 'venv', str(venv)).returncode == 0
+    assert run(sys.executable, '-m', 'venv', '--without-pip', str(venv)).returncode == 0   # this venv's pip installs into it (--python)
     site = Path(run(str(py), '-c', 'import sysconfig; print(sysconfig.get_paths()["purelib"])').stdout.strip())
     (site/'deps.pth').write_text(sysconfig.get_paths()['purelib'] + '\n')   # torch & co. from here; a plain path: its editable memlm stays off
-    r = run(str(py), '-m', 'pip', 'install', '-q', '--no-deps', '--no-index', str(wheel))
+    r = run(sys.executable, '-m', 'pip', '--python', str(py), 'install', '-q', '--no-deps', '--no-index', str(wheel))
     assert r.returncode == 0, r.stderr[-3000:]
     (tmp_path/'script.py').write_text('import memlm; print("from:", memlm.__file__)\n' + _script())
     r = run(str(py), 'script.py', cwd=tmp_path, env={**os.environ, 'OMP_NUM_THREADS': '1', 'MEMLM_RESULTS': str(ROOT/'results')})   # the trained runs: this checkout's

@@ -1,5 +1,5 @@
 """The project's plumbing: library = notebooks; the Makefile's argument checks (`memlm.cli`); the reproduction notebooks (09, 1N, the template) use the experiment layer; papermill parameter errors stop before any run; the provenance dirty flag."""
-import json, os, shutil, subprocess, sys
+import json, os, shutil, subprocess, sys, textwrap
 from pathlib import Path
 import pytest
 
@@ -35,10 +35,13 @@ def test_make_rejects_unknown_paper():
     assert r.returncode != 0 and "unknown paper(s) 'nope'" in r.stderr
 
 
-def test_make_accepts_valid_scales():
+def test_make_accepts_valid_scales(capsys):
+    """`python -m memlm.cli check` (what `make reproduce` runs first) accepts every scale: its `main`, in this process (the command's
+    exit status on a refusal is the tests above, and test_run_layer's `make reproduce SCALE=cpu ... PARTS=bogus` gets past the scale)."""
+    from memlm.cli import main, papers
     for s in ('smoke', 'cpu', 'gpu', 'paper'):
-        r = subprocess.run([str(BIN/'python'), '-m', 'memlm.cli', 'check', '--scale', s], cwd=ROOT, capture_output=True, text=True)
-        assert r.returncode == 0, r.stderr
+        assert main(['check', '--scale', s]) == 0, s
+        assert capsys.readouterr().out.split() == papers(), s   # every paper, when PAPERS names none
 
 
 def _param_cells(nb):
@@ -66,10 +69,11 @@ def test_reproduction_notebooks_use_the_experiment_layer(nb):
     assert not any('nbdev_export(' in ''.join(c['source']) for c in cells if c['cell_type'] == 'code')
 
 
-def test_bad_parameters_fail_before_any_work(tmp_path):
+def test_bad_parameters_fail_before_any_work(tmp_path, repro_part):
     """A typo in a papermill parameter stops the notebook with the valid choices, before a run starts (an unknown part or scale
-    is refused by the same `read_params`: its unit tests, 05_experiment)."""
-    r = subprocess.run([str(BIN/'papermill'), '--cwd', 'nbs', 'nbs/09_awd_lstm.ipynb', str(tmp_path/'out.ipynb'), '-p', 'sclae', 'cpu'],
+    is refused by the same `read_params`: its unit tests, 05_experiment). The core's notebook without its method's tests
+    (`reproduction_part`: nbdev_test runs those), so that papermill reaches the parameters at once."""
+    r = subprocess.run([str(BIN/'papermill'), '--cwd', 'nbs', str(repro_part(ROOT/'nbs'/'09_awd_lstm.ipynb')), str(tmp_path/'out.ipynb'), '-p', 'sclae', 'cpu'],
                        cwd=ROOT, capture_output=True, text=True, timeout=300, env={**os.environ, 'MEMLM_RESULTS': str(tmp_path/'results')})
     assert r.returncode != 0 and "unknown parameter(s) 'sclae'; valid parameters: scale, parts" in r.stderr + r.stdout, r.stderr[-2000:]
     assert not (tmp_path/'results').exists()      # nothing was run or recorded
@@ -79,11 +83,16 @@ def test_provenance_dirty_flag_ignores_run_outputs(tmp_path):
     "Runs rewrite tracked results/, figures/, reports/ and README.md; only a change to the code marks a record dirty."
     clone = tmp_path/'clone'
     subprocess.run(['git', 'clone', '-q', str(ROOT), str(clone)], check=True)
-    probe = "from memlm.registry import provenance; print(provenance()['dirty'])"
-    dirty = lambda: subprocess.run([sys.executable, '-c', probe], cwd=clone, capture_output=True, text=True,
-                                   env={'PYTHONPATH': str(clone), 'PATH': '/usr/bin:/bin'}, check=True).stdout.strip()
-    assert dirty() == 'False'
-    (clone/'results'/'summary.md').write_text('rewritten by a run\n')
-    assert dirty() == 'False'
-    (clone/'memlm'/'__init__.py').write_text((clone/'memlm'/'__init__.py').read_text() + '# edited\n')
-    assert dirty() == 'True'
+    # one process: its records' flag (read at import), the checkout's state after a run's output and after a code edit
+    probe = textwrap.dedent("""
+        from pathlib import Path
+        from memlm.registry import _code_state, provenance
+        print(provenance()['dirty'])
+        Path('results/summary.md').write_text('rewritten by a run\\n'); print(_code_state()['dirty'])
+        Path('memlm/__init__.py').write_text(Path('memlm/__init__.py').read_text() + '# edited\\n'); print(_code_state()['dirty'])
+        print(provenance()['dirty'])   # this process's records keep the code it imported
+    """)
+    run = lambda code: subprocess.run([sys.executable, '-c', code], cwd=clone, capture_output=True, text=True,
+                                      env={'PYTHONPATH': str(clone), 'PATH': '/usr/bin:/bin'}, check=True).stdout.split()
+    assert run(probe) == ['False', 'False', 'True', 'False']
+    assert run("from memlm.registry import provenance; print(provenance()['dirty'])") == ['True']   # a process that imports the edited code

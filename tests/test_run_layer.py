@@ -115,14 +115,16 @@ def test_checkpoints_and_stats_load_weights_only():
     assert calls and all('weights_only=True' in c for _, c in calls), [c for c in calls if 'weights_only=True' not in c[1]]
 
 
-def test_gpu_check_runs_notebooks_outside_results(tmp_path):
-    "make gpu-check at smoke scale (here on the CPU): executed notebooks, records and figures go to runs/gpu-check/, never results/."
+def test_gpu_check_runs_notebooks_outside_results(tmp_path, repro_part):
+    """make gpu-check at smoke scale (here on the CPU): executed notebooks, records and figures go to runs/gpu-check/, never results/.
+    The core's notebook without its method's tests (`reproduction_part`: nbdev_test runs those); its plan at smoke scale runs."""
     before = sorted(p for p in (ROOT/'results').rglob('*') if 'smoke' not in p.parts)
-    r = _make('gpu-check', 'GPU_CHECK_NBS=nbs/09_awd_lstm.ipynb', env={'OMP_NUM_THREADS': '1'})
+    r = _make('gpu-check', f"GPU_CHECK_NBS={repro_part(ROOT/'nbs'/'09_awd_lstm.ipynb')}", env={'OMP_NUM_THREADS': '1'})
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     assert 'gpu-check: 1 notebooks in' in r.stdout
     out = ROOT/'runs'/'gpu-check'
     assert (out/'09_awd_lstm.ipynb').exists() and list((out/'results'/'smoke'/'awd_lstm').glob('*.json'))
+    assert list((out/'figures'/'smoke').rglob('*.png'))
     assert before == sorted(p for p in (ROOT/'results').rglob('*') if 'smoke' not in p.parts)
 
 

@@ -1,6 +1,7 @@
 """`make unpack` (`python tools/campaign.py unpack`) with crafted archives: nothing outside the run folders changes, and an archive that
 is not what `pack` writes, or whose records are not the runs their folders name, changes nothing at all."""
-import io, json, os, subprocess, sys, tarfile
+import contextlib, io, json, os, subprocess, sys, tarfile
+from unittest import mock
 from pathlib import Path
 import pytest
 
@@ -29,12 +30,22 @@ def _archive(path: Path, members: list) -> Path:
     return path
 
 
-def _unpack(ck: Path, src: Path):
-    "`python tools/campaign.py unpack` in a checkout whose results live in `ck/results` (the checkout root is `ck`)."
+def _unpack(ck: Path, src: Path, process: bool = False):
+    """`python tools/campaign.py unpack` in a checkout whose results live in `ck/results` (the checkout root is `ck`): its `main`
+    in this process (its exit status and output as the command's), or with `process` the command itself."""
     env = {**os.environ, 'MEMLM_RESULTS': str(ck/'results'), 'PYTHONPATH': str(ROOT)}
     env.pop('MEMLM_CKPT', None)
-    return subprocess.run([sys.executable, str(ROOT/'tools'/'campaign.py'), 'unpack', '--from', str(src)], cwd=ROOT, capture_output=True, text=True,
-                          timeout=120, env=env)
+    argv = ['unpack', '--from', str(src)]
+    if process:
+        return subprocess.run([sys.executable, str(ROOT/'tools'/'campaign.py'), *argv], cwd=ROOT, capture_output=True, text=True, timeout=120, env=env)
+    if str(ROOT/'tools') not in sys.path: sys.path.insert(0, str(ROOT/'tools'))
+    import campaign
+    out, err = io.StringIO(), io.StringIO()
+    with mock.patch.dict(os.environ, env, clear=True), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try: code = campaign.main(argv)
+        except SystemExit as e:   # as the interpreter ends on it: a message goes to stderr with status 1
+            code = e.code if isinstance(e.code, int) or e.code is None else (print(e.code, file=sys.stderr) or 1)
+    return subprocess.CompletedProcess(argv, code or 0, out.getvalue(), err.getvalue())
 
 
 @pytest.fixture
@@ -52,7 +63,7 @@ def _unchanged(ck: Path):
 
 def test_members_outside_results_are_refused(checkout, tmp_path):
     src = _archive(tmp_path/'a', [('Makefile', b'pwned\n'), ('memlm/cli.py', b'pwned\n')])
-    r = _unpack(checkout, src)
+    r = _unpack(checkout, src, process=True)   # the command itself
     assert r.returncode != 0 and 'not a run file' in r.stderr and 'nothing unpacked' in r.stderr, r.stderr
     assert _unchanged(checkout) and not any((checkout/'results').iterdir())
 
@@ -114,7 +125,7 @@ def test_a_good_archive_lands_in_its_run_folder(checkout, tmp_path):
     s = _spec(); run = f'smoke/awd_lstm/runs/{s.folder}'
     src = _archive(tmp_path/'a', [(f'results/{run}/record.json', json.dumps(_record(s)).encode()), (f'results/{run}/train.log.jsonl', b'{}\n'),
                                   (f'__ckpt__/{run}/train/weights.fp16.pt', b'w')])
-    r = _unpack(checkout, src)
+    r = _unpack(checkout, src, process=True)   # the command itself
     assert r.returncode == 0, r.stderr
     d = checkout/'results'/run
     assert (d/'train.log.jsonl').exists() and (d/'ckpt'/'train'/'weights.fp16.pt').read_bytes() == b'w' and _unchanged(checkout)
