@@ -6,15 +6,15 @@
 from __future__ import annotations
 
 # %% auto #0
-__all__ = ['NUMBER_ROWS', 'AUTHORS_RL', 'PREPOSITIONS', 'GLOVE_URL', 'NER_PILOT_EPOCHS', 'NER_EPOCHS', 'NER_GLOVE',
-           'NER_LR_FLOOR', 'SCALES', 'PARTS', 'SETTINGS', 'PTB_GPU_RUNS', 'CONLL_PADDED_STEPS', 'IMDB_TRAIN_REVIEWS',
-           'GPU_BASIS', 'NumberExp', 'number_data', 'classify_eval', 'number_model', 'train_number', 'trained_number',
-           'Fig4Exp', 'fig4_grad_norms', 'PTBExp', 'ptb_model', 'train_ptb', 'trained_ptb', 'skip_arcs', 'Fig6Exp',
-           'fig6_skips', 'NERExp', 'load_glove', 'conll_data', 'sgd_momentum', 'train_ner', 'choose_ner_epochs',
-           'last_gain', 'still_improving', 'lr_floor_epochs', 'IMDBExp', 'imdb_root', 'imdb_data', 'imdb_splits',
-           'train_imdb', 'ThroughputExp', 'skip_throughput', 'DynamicSkipScale', 'missing_data', 'make_plan',
-           'recurrent_steps', 'ptb_steps', 'by_row', 'row_of', 'stop_summary', 'rows_record', 'delta_record',
-           'long_record', 'fig4_record']
+__all__ = ['NUMBER_ROWS', 'AUTHORS_RL', 'PREPOSITIONS', 'GLOVE_URL', 'IMDB_VALID_FRAC', 'NER_PILOT_EPOCHS', 'NER_EPOCHS',
+           'NER_GLOVE', 'NER_LR_FLOOR', 'SCALES', 'PARTS', 'SETTINGS', 'PTB_GPU_RUNS', 'CONLL_PADDED_STEPS',
+           'IMDB_TRAIN_REVIEWS', 'GPU_BASIS', 'NumberExp', 'number_data', 'classify_eval', 'number_model',
+           'train_number', 'trained_number', 'Fig4Exp', 'fig4_grad_norms', 'PTBExp', 'ptb_model', 'train_ptb',
+           'trained_ptb', 'skip_arcs', 'Fig6Exp', 'fig6_skips', 'NERExp', 'load_glove', 'conll_data', 'sgd_momentum',
+           'train_ner', 'choose_ner_epochs', 'last_gain', 'still_improving', 'lr_floor_epochs', 'IMDBExp', 'imdb_root',
+           'imdb_data', 'imdb_splits', 'train_imdb', 'ThroughputExp', 'skip_throughput', 'DynamicSkipScale',
+           'missing_data', 'make_plan', 'recurrent_steps', 'ptb_steps', 'by_row', 'row_of', 'stop_summary',
+           'rows_record', 'delta_record', 'long_record', 'fig4_record']
 
 # %% ../nbs/14a_dynamic_skip_runs.ipynb #5ef6d3e9
 import functools, math, re, tempfile
@@ -356,11 +356,13 @@ def imdb_root(data_path: str | None = None) -> Path | None:
     return root if (root/'aclImdb').is_dir() or (root/'train'/'pos').is_dir() else None
 
 # %% ../nbs/14a_dynamic_skip_runs.ipynb #5d670b29
+IMDB_VALID_FRAC = 0.15   # the share of IMDB's training reviews held out for validation (`imdb_data`)
+
 def imdb_data(root, max_len: int = 400, min_count: int = 2, seed: int = 0):
     "(train, valid, test) as `(x[n, max_len], y[n])` and the vocabulary size (15% of train held out; vocabulary from train)."
     tr, te = read_imdb(root, 'train'), read_imdb(root, 'test')
     g = torch.Generator().manual_seed(seed); perm = torch.randperm(len(tr), generator=g).tolist()
-    n_val = max(1, int(0.15 * len(tr)))
+    n_val = max(1, int(IMDB_VALID_FRAC * len(tr)))
     va, tr = [tr[i] for i in perm[:n_val]], [tr[i] for i in perm[n_val:]]
     wc = Counter(w for r in tr for w in r['tokens'])
     stoi = {w: i + 2 for i, w in enumerate(w for w, c in wc.most_common() if c >= min_count)}   # 0 pad, 1 unk
@@ -623,7 +625,7 @@ def recurrent_steps(cfg) -> int | None:
     if isinstance(cfg, NumberExp): return math.ceil((cfg.n_train or cfg.n[0]) / cfg.batch_size) * cfg.length
     if isinstance(cfg, NERExp) and cfg.corpus == 'conll2003' and (n := CONLL_PADDED_STEPS.get(cfg.batch_size)): return 2 * n
     if isinstance(cfg, IMDBExp) and cfg.corpus == 'imdb':
-        return math.ceil((IMDB_TRAIN_REVIEWS - int(0.15 * IMDB_TRAIN_REVIEWS)) / cfg.batch_size) * cfg.max_len   # `imdb_data`'s hold-out
+        return math.ceil((IMDB_TRAIN_REVIEWS - int(IMDB_VALID_FRAC * IMDB_TRAIN_REVIEWS)) / cfg.batch_size) * cfg.max_len   # less `imdb_data`'s hold-out
     return None
 
 def ptb_steps(root) -> int:

@@ -357,8 +357,7 @@ def load_record(d: Path) -> dict | None:
     except (json.JSONDecodeError, UnicodeDecodeError) as e: why = f'not JSON ({e})'
     else:
         if isinstance(rec, dict) and rec.get('status') in ('done', 'incomplete'):
-            if isinstance(rec.get('metrics'), dict):   # non-finite numbers (a diverged run's) back to floats: `json_float`
-                rec['metrics'] = {k: [json_float(x) for x in v] if isinstance(v, list) else json_float(v) for k, v in rec['metrics'].items()}
+            if isinstance(rec.get('metrics'), dict): rec['metrics'] = _json_back(rec['metrics'])   # a diverged run's 'inf' a float again
             return rec
         why = f"no status 'done' or 'incomplete' (keys: {sorted(rec) if isinstance(rec, dict) else type(rec).__name__})"
     raise CorruptRecordError(f"{p}: corrupt record, {why}. If it is committed, restore it: git checkout -- '{p}'; "

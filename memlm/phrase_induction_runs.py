@@ -267,7 +267,7 @@ def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Pla
 # %% ../nbs/11a_phrase_induction_runs.ipynb #168a2686
 from .plan import GpuBasis, TRAIN_TOKENS, record_metric
 
-CORE_GPU_RUN = 'gpu/awd_lstm/archive/awd_lstm-s0-202fd50602'       # the paper's AWD-LSTM on PTB, batch 20, BPTT 70, on an H100
+CORE_GPU_RUN = core.GPU_BASIS['awd_lstm'].ref                    # the core's timed run: the paper's AWD-LSTM on PTB, batch 20, BPTT 70, on an H100
 PILM_TP = 'cpu/phrase_induction/runs/throughput-s0-a8cefde7c3'      # phrase induction's training tokens/s over its base's (a CPU)
 
 def _gpu_basis(spec) -> GpuBasis:

@@ -513,7 +513,7 @@ def _train_cfg(scale: str, mos: bool = False, wt2: bool = False) -> TrainConfig:
 # %% ../nbs/10a_span_buffer_runs.ipynb #7264886d
 from .plan import GpuBasis, TRAIN_TOKENS, record_metric, run_log
 
-CORE_GPU_RUN = 'gpu/awd_lstm/archive/awd_lstm-s0-202fd50602'     # the paper's AWD-LSTM on PTB, batch 20, BPTT 70, on an H100
+CORE_GPU_RUN = core.GPU_BASIS['awd_lstm'].ref                  # the core's timed run: the paper's AWD-LSTM on PTB, batch 20, BPTT 70, on an H100
 SNB_GPU_TP = 'gpu/span_buffer/runs/throughput-s0-b5cf18f748'     # +SNB's tokens/s over its base's on a GPU (Table 5's two settings)
 CHECK_GPU_RUN = 'cpu/span_buffer/archive/L4_B2048-s0-4ff23aca9b'  # a cpu-size (2x400) +SNB LM, buffer 2048, trained on an H200
 
