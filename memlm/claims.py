@@ -9,9 +9,8 @@ from pathlib import Path
 from .registry import SCALES, archived_runs, check_scale, results_dir, markdown_table, _fmt, _load_result, json_float
 
 # %% auto #0
-__all__ = ['EXCLUSIONS', 'PAPERS', 'MEMORIES', 'read_claims', 'declare_seeds', 'schedule', 'claim_verdicts', 'verdict_text',
-           'paper_status', 'is_headline', 'headline', 'claim_lines', 'claims_forest', 'reading_order', 'paper_notebook',
-           'paper_reports', 'scale_costs', 'cost_text', 'memory_rows', 'memory_table', 'write_results',
+__all__ = ['PAPERS', 'read_claims', 'declare_seeds', 'claim_verdicts', 'verdict_text', 'headline', 'claim_lines', 'claims_forest',
+           'paper_notebook', 'paper_reports', 'scale_costs', 'cost_text', 'memory_table', 'write_results',
            'unrecorded_claims', 'render_findings']
 
 # %% ../nbs/05b_claims.ipynb #23eae526
@@ -47,7 +46,7 @@ def declare_seeds(paper: str, results: tuple, pilot_sd_pct: float, basis: str, n
     `paired`: the pilot sd is an observed paired sd (else one arm's, taken x sqrt(2)); `holm`: power at the strictest level Holm's
     procedure can test the claim at, alpha / m over the paper's m tested claims (else at alpha). New claims are declared with both."""
     import math
-    from memlm.stats import ALPHA, seeds_needed
+    from memlm.stats import _ALPHA, seeds_needed
     f = Path(claims_dir or results_dir()/'claims')/f'{paper}.csv'
     with open(f, newline='') as fh: rows = list(csv.DictReader(fh))
     cols, changed = list(rows[0]), []
@@ -56,7 +55,7 @@ def declare_seeds(paper: str, results: tuple, pilot_sd_pct: float, basis: str, n
     for r in rows:
         if r['kind'] != 'effect' or r['result'] not in results: continue
         pv = _num(r['paper_value'])
-        need = seeds_needed(pv, sd_used, ALPHA / m) if pv else None
+        need = seeds_needed(pv, sd_used, _ALPHA / m) if pv else None
         n = max(n_min, need or n_min)
         capped = n_max is not None and n > n_max
         r['n'] = str(n_max if capped else n)
@@ -89,7 +88,7 @@ def _claim_value(c: dict, scales=('paper', 'gpu', 'cpu'), archived=archived_runs
         if own and not _run_records(rec, p.parent, own): own = c.get('arms') or ''   # its runs are another paper's: the record's
         o = dict(value=v, sd=json_float(m.get(f"{c['key']}_std")), n=m.get(f"{c['key']}_n"), scale=s, partial=bool(rec.get('missing')),
                  commit=_trained_at(rec, p.parent), unequal=_unequal_schedules(rec, p.parent, c.get('arms') or ''),
-                 schedule=schedule(rec, p.parent, own))   # the schedule of the runs it compares
+                 schedule=_schedule(rec, p.parent, own))   # the schedule of the runs it compares
         if not o['partial']: return o | dict(larger=partial)   # `missing`: some of the record's runs are unfinished
         partial = partial or o
     return partial
@@ -121,7 +120,7 @@ def _claim_runs(c: dict) -> str:
     if c.get('arms') or '@' not in (c.get('recompute') or ''): return c.get('arms') or ''
     return ' '.join(n.rstrip('*') for t in c['recompute'].split('@', 1)[1].split() if t not in ('/', '-') for n in t.split('+'))
 
-def schedule(rec: dict, paper_dir: Path, arms: str = '') -> str:
+def _schedule(rec: dict, paper_dir: Path, arms: str = '') -> str:
     """The schedule the runs behind an aggregated record trained (`arms`: those runs only): '28 epochs', '22-25 epochs', or '' (no
     training); where runs meta-train (`meta_steps` in their metrics), their meta-steps ('25 meta-steps'): what the claim varies."""
     rs = _run_records(rec, paper_dir, arms)
@@ -163,7 +162,7 @@ def _seeds_shown(r: dict) -> int | None:
     return r['seeds_needed'] if r['verdict'] == 'inconclusive' and not r['powered'] else None
 
 # %% ../nbs/05b_claims.ipynb #bfcad848
-EXCLUSIONS = ('early_stopped',)   # declarable exclusion rules: a comparison whose own runs stopped early at different lengths leaves the family
+_EXCLUSIONS = ('early_stopped',)   # declarable exclusion rules: a comparison whose own runs stopped early at different lengths leaves the family
 
 def _condition(c: dict, o: dict | None, scale: str | None) -> str | None:
     """Why claim `c`'s declared `condition` ('[<record>:]<metric> <op> <x>' on its own record or another of its paper's, e.g.
@@ -192,8 +191,8 @@ def _family_verdicts(cs: list[dict], vals: list, fails: list, posthoc_rule: bool
     ins = []
     for c, o, fail in zip(cs, vals, fails):
         rules = {x.strip() for x in (c.get('exclusion') or '').split(',') if x.strip()}
-        bad = rules - set(EXCLUSIONS)
-        if bad: raise ValueError(f"{c['paper']}: unknown exclusion rule(s) {sorted(bad)} of {c['claim'][:40]!r}; valid: {', '.join(EXCLUSIONS)}")
+        bad = rules - set(_EXCLUSIONS)
+        if bad: raise ValueError(f"{c['paper']}: unknown exclusion rule(s) {sorted(bad)} of {c['claim'][:40]!r}; valid: {', '.join(_EXCLUSIONS)}")
         ins.append(dict(test=c['test'], paper=_num(c['paper_value']), n_declared=int(c['n']) if c['n'] else None,
                         value=o and o['value'], sd=o and o['sd'], n=o and o['n'], scale=o and o['scale'],
                         unequal=o and o.get('unequal') if (posthoc_rule or 'early_stopped' in rules) else None,
@@ -269,7 +268,7 @@ def _summary_markdown(scales=('paper', 'gpu', 'cpu')) -> str:
 # %% ../nbs/05b_claims.ipynb #e78cd242
 _COUNTED = ('reproduced', 'contradicted', 'inconclusive')
 
-def paper_status(paper: str, scales=('paper', 'gpu', 'cpu'), rows: list[dict] | None = None) -> str:
+def _paper_status(paper: str, scales=('paper', 'gpu', 'cpu'), rows: list[dict] | None = None) -> str:
     "Counts of a paper's verdicts: the decided and inconclusive claims, then what is not comparable, not run, and the readings and targets."
     rows = rows if rows is not None else claim_verdicts(paper, scales)
     if not rows: return 'no claims recorded yet'
@@ -299,7 +298,7 @@ def _lacks(r: dict) -> str:
     if not r['seeds_needed']: return ''
     return f", though {r['seeds_needed']} seeds had the power for the paper's effect" if r.get('powered') else f", about {r['seeds_needed']} seeds would decide it"
 
-def is_headline(r: dict) -> bool:
+def _is_headline(r: dict) -> bool:
     """Whether a row of `claim_verdicts` is a headline row: a claim our runs test, whose declared test gave it a verdict (reproduced,
     contradicted or inconclusive). Absolute numbers of reduced models, readings, engineering targets and rows not run are not."""
     return r['verdict'] in _COUNTED
@@ -307,12 +306,12 @@ def is_headline(r: dict) -> bool:
 def headline(paper: str, rows: list[dict] | None = None) -> str:
     """A paper's sentence for the README, rendered from its records: the claim its `PAPERS` entry words (`says`), with ours, the
     interval, the paper's value, the seeds and scale, and the verdict; a paper without one (or whose claim has not run) gets its
-    first headline row (`is_headline`) in the claim's own words."""
+    first headline row (`_is_headline`) in the claim's own words."""
     rows = rows if rows is not None else claim_verdicts(paper)
     res, key, says = PAPERS.get(paper, {}).get('says') or (None, None, None)
     r = next((r for r in rows if (r['result'], r['key']) == (res, key) and r['value'] is not None), None)
     if r is None:
-        h = next((r for r in rows if is_headline(r)), None)
+        h = next((r for r in rows if _is_headline(r)), None)
         return _claim_line(h) if h else 'no tested claim has run yet'
     ci = f"{_fmt(r['ci'][0])} to {_fmt(r['ci'][1])}" if r['ci'] else 'none'
     expect = re.sub(r'^(<=|>=|<|>)\s*', lambda m: {'<=': '≤ ', '>=': '≥ ', '<': '< ', '>': '> '}[m.group(1)], r['expect'])
@@ -363,7 +362,7 @@ PAPERS = {   # reading order; `says`: (result, key, the README's sentence on tha
                                 "shuffling the core LM's context beyond 50 tokens raises its NLL by {ours} % (95 % CI {ci}; the test asks {expect} %)")),
 }
 
-def reading_order(papers) -> list[str]:
+def _reading_order(papers) -> list[str]:
     "`papers` in the order of `PAPERS`, any other after them, by name."
     papers = list(dict.fromkeys(papers))
     return [p for p in PAPERS if p in papers] + sorted(p for p in papers if p not in PAPERS)
@@ -418,7 +417,7 @@ def cost_text(c: dict) -> str:
 import statistics
 from .stats import t_interval
 
-MEMORIES = (   # (the memory, paper, record, key, sign to read it as a change of test ppl, the base and the pairing)
+_MEMORIES = (   # (the memory, paper, record, key, sign to read it as a change of test ppl, the base and the pairing)
     ('+ dynamic evaluation (Krause et al.)', 'awd_lstm', 'dynamic_eval', 'test_gain_pct', -1, "the core's models, paired by seed"),
     ('+ neural cache (Grave et al.)', 'context_probe', None, 'cache_test_pct', 1, "the core's models, the cache tuned on a validation prefix"),
     ('+ span buffer (Li et al.)', 'span_buffer', 'table1_ptb', 'snb_vs_awd_test_pct', 1, "its AWD-LSTM on the core's recipe, paired by seed"),
@@ -434,13 +433,13 @@ def _cache_changes(scale: str) -> list[float]:
         if m.get('cache_test_ppl') and m.get('test_ppl'): out.append(100 * (m['cache_test_ppl'] / m['test_ppl'] - 1))
     return out
 
-def memory_rows(scale: str = 'cpu', rows: list[dict] | None = None) -> list[dict]:
-    """One row per memory of `MEMORIES`: PTB test-ppl change (%) over its AWD-LSTM at `scale`, with the interval and verdict of
+def _memory_rows(scale: str = 'cpu', rows: list[dict] | None = None) -> list[dict]:
+    """One row per memory of `_MEMORIES`: PTB test-ppl change (%) over its AWD-LSTM at `scale`, with the interval and verdict of
     its claim where one is paired by seed, else a reading (mean over its n); 'not run' where no record has it."""
     rows = rows if rows is not None else claim_verdicts()
     span = lambda ci, sign: '{} to {}'.format(*map(_fmt, sorted(sign * x for x in ci))) if ci else ''   # the interval, read as a change
     out = []
-    for name, paper, result, key, sign, base in MEMORIES:
+    for name, paper, result, key, sign, base in _MEMORIES:
         r = next((r for r in rows if (r['paper'], r['result'], r['key']) == (paper, result, key) and r['scale'] == scale), None)
         if r is not None and r['value'] is not None:          # a claim: its value, interval and verdict
             value, ci, n, verdict = r['value'], r['ci'], r['n'] or 1, r['verdict'] if r['verdict'] in _COUNTED and r['ci'] else 'reading'
@@ -455,9 +454,9 @@ def memory_rows(scale: str = 'cpu', rows: list[dict] | None = None) -> list[dict
     return out
 
 def memory_table(scale: str = 'cpu', rows: list[dict] | None = None) -> str:
-    "`memory_rows` as markdown: what each memory changes in the same AWD-LSTM's PTB test perplexity (negative: better)."
+    "`_memory_rows` as markdown: what each memory changes in the same AWD-LSTM's PTB test perplexity (negative: better)."
     return markdown_table([{'memory (on an AWD-LSTM, PTB test)': r['memory'], 'test ppl change': r['change'], '95% CI': r['ci'], 'n': r['n'],
-                            "its claim's verdict": r['verdict'], 'base and pairing': r['base']} for r in memory_rows(scale, rows)])
+                            "its claim's verdict": r['verdict'], 'base and pairing': r['base']} for r in _memory_rows(scale, rows)])
 
 # %% ../nbs/05b_claims.ipynb #598d0cf4
 _FOLDS = (   # the rows of a paper's section that are not headline rows, each kind folded apart: (verdicts, one, many)
@@ -479,14 +478,14 @@ def _results_row(r: dict, pp: str, common: dict, path: Path) -> dict:
 
 def write_results(path: Path | None = None, figs: Path | None = None, papers: list[str] | None = None) -> str:
     """`RESULTS.md`: a contents list, then per paper in reading order (`PAPERS`) its verdict counts, what Holm's correction
-    guarantees, a forest plot (`figures/claims/<paper>_forest.png`), its headline rows (`is_headline`) and, folded below them
+    guarantees, a forest plot (`figures/claims/<paper>_forest.png`), its headline rows (`_is_headline`) and, folded below them
     (`<details>`), its other claims by kind; the setting of each scale said once, a row's `why` only where it differs; provenance
     as links to the records."""
     from memlm.stats import family_note
     import matplotlib.pyplot as plt
     path = Path(path or results_dir().parent/'RESULTS.md'); figs = Path(figs or results_dir().parent/'figures'/'claims')
     rows_all = claim_verdicts()
-    order = reading_order(papers or [r['paper'] for r in rows_all])
+    order = _reading_order(papers or [r['paper'] for r in rows_all])
     title = lambda pp: PAPERS.get(pp, {}).get('title', pp)
     out = ['# Results: the papers\' claims and our verdicts\n',
            'Generated by `make summary` from the records under `results/<scale>/<paper>/` and the declared tests in '
@@ -501,7 +500,7 @@ def write_results(path: Path | None = None, figs: Path | None = None, papers: li
     by_paper = {pp: [r for r in rows_all if r['paper'] == pp] for pp in order}
     for i, pp in enumerate(order, 1):
         role = PAPERS.get(pp, {}).get('role')
-        out.append(f"{i}. [{title(pp)}](#{pp}){f' ({role})' if role else ''}: {paper_status(pp, rows=by_paper[pp])}")
+        out.append(f"{i}. [{title(pp)}](#{pp}){f' ({role})' if role else ''}: {_paper_status(pp, rows=by_paper[pp])}")
     out += ['\n## What each memory buys the same AWD-LSTM\n', 'PTB test perplexity at cpu scale, each memory against the AWD-LSTM it is added to '
             '(negative: better). A row paired by seed carries its interval and its claim\'s verdict; the others are readings.\n', memory_table('cpu', rows_all)]
     for i, pp in enumerate(order, 1):
@@ -510,7 +509,7 @@ def write_results(path: Path | None = None, figs: Path | None = None, papers: li
         links = [f'`{pp}`'] + [f'[{what}]({nb})' for what, nb in [('notebook', paper_notebook(pp))] + [
             (f'{s} report', nb) for s, nb in paper_reports(pp).items()] if nb]
         out.append(f'\n<a id="{pp}"></a>\n\n## {i}. {title(pp)}{cite}\n\n' + ' · '.join(links) + '\n')
-        out.append(f"{paper_status(pp, rows=rows)}. {family_note(rows)}.\n")
+        out.append(f"{_paper_status(pp, rows=rows)}. {family_note(rows)}.\n")
         notes = {}
         for r in rows:
             if r['note']: notes.setdefault(r['scale'], {}).setdefault(r['note'], 0); notes[r['scale']][r['note']] += 1
@@ -519,10 +518,10 @@ def write_results(path: Path | None = None, figs: Path | None = None, papers: li
         if fig := claims_forest(rows, title=f'{title(pp)}: tested claims'):
             figs.mkdir(parents=True, exist_ok=True); fig.savefig(figs/f'{pp}_forest.png', dpi=110, bbox_inches='tight'); plt.close(fig)
             out.append(f"\n![{pp}: forest plot]({(figs/f'{pp}_forest.png').relative_to(path.parent)})\n")
-        heads = [r for r in rows if is_headline(r)]
+        heads = [r for r in rows if _is_headline(r)]
         out.append('\n' + (markdown_table([_results_row(r, pp, common, path) for r in heads]) if heads else
                            '_None of its claims has been tested on our runs yet._\n'))
-        rest = [r for r in rows if not is_headline(r)]
+        rest = [r for r in rows if not _is_headline(r)]
         for vs, one, many in _FOLDS + ((None, 'other claim', 'other claims'),):
             fold = [r for r in rest if (r['verdict'] in vs if vs else all(r['verdict'] not in f[0] for f in _FOLDS))]
             if fold: out.append(f"<details><summary>{len(fold)} {one if len(fold) == 1 else many}</summary>\n\n"

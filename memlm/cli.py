@@ -11,8 +11,7 @@ from .data import repo_root
 from .registry import SCALES
 
 # %% auto #0
-__all__ = ['REPORT_TOOLS', 'papers', 'positive_int', 'time_limit', 'choice', 'missing_report_tools', 'main', 'plan_folders',
-           'status_overview']
+__all__ = ['papers', 'positive_int', 'time_limit', 'main', 'plan_folders', 'status_overview']
 
 # %% ../nbs/08_cli.ipynb #48495121
 def papers() -> list[str]:
@@ -60,7 +59,7 @@ def _seed_list(s: str) -> list[int]:
     return out
 
 # %% ../nbs/08_cli.ipynb #8b8abaa4
-def choice(valid, what: str):
+def _choice(valid, what: str):
     def check(s: str) -> str:
         if s not in valid: raise argparse.ArgumentTypeError(f"unknown {what} {s!r}; valid: {', '.join(valid)}")
         return s
@@ -73,9 +72,9 @@ def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog='python -m memlm.cli', description='Run, check and report memlm plans.')
     sub = ap.add_subparsers(dest='cmd', required=True)
     def common(p, seeds=True, all_papers=False):
-        if all_papers: p.add_argument('--paper', default='', type=choice(['', *papers()], 'paper'), help='one paper (default: every paper, a line each)')
-        else: p.add_argument('--paper', required=True, type=choice(papers(), 'paper'))
-        p.add_argument('--scale', default='smoke', type=choice(SCALES, 'scale'))
+        if all_papers: p.add_argument('--paper', default='', type=_choice(['', *papers()], 'paper'), help='one paper (default: every paper, a line each)')
+        else: p.add_argument('--paper', required=True, type=_choice(papers(), 'paper'))
+        p.add_argument('--scale', default='smoke', type=_choice(SCALES, 'scale'))
         p.add_argument('--data', default='', help='folder with the corpora (default: $MEMLM_DATA, else data/)')
         if seeds: p.add_argument('--seeds', default=[0, 1, 2], type=_seed_list, help="the plan's seeds (default 0,1,2: what the notebooks read)")
     r = sub.add_parser('run', help="train the runs 'name:seed ...' of a paper's plan (cached runs are reused)")
@@ -83,14 +82,14 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument('--runs', required=True, type=_run_items)
     r.add_argument('--workers', default=1, type=positive_int)
     r.add_argument('--time-limit', default=None, type=time_limit)
-    r.add_argument('--executor', default='process', type=choice(_EXECUTORS, 'executor'))
+    r.add_argument('--executor', default='process', type=_choice(_EXECUTORS, 'executor'))
     r.add_argument('--rerun', action='store_true', help='train the named runs again even where a record exists (their weights are elsewhere); what they need is reused where it finished')
     k = sub.add_parser('park', help="copy unfinished runs' checkpoints into their run folders (parked/, committed; a running run: as of its last epoch end): they resume on another machine")
     common(k); k.add_argument('--runs', required=True, type=_run_items)
     s = sub.add_parser('status', help="what a paper's plan has done and has left (no paper: every paper, a line each)")
     common(s, all_papers=True)
     c = sub.add_parser('check', help="check make reproduce's arguments and write papermill's parameters")
-    c.add_argument('--scale', default='smoke', type=choice(SCALES, 'scale'))
+    c.add_argument('--scale', default='smoke', type=_choice(SCALES, 'scale'))
     c.add_argument('--papers', default='', help='space-separated papers (default: all)')
     c.add_argument('--parts', default='', help='comma-separated parts (default: all)')
     c.add_argument('--workers', default=1, type=positive_int)
@@ -104,20 +103,19 @@ def _parser() -> argparse.ArgumentParser:
     return ap
 
 # %% ../nbs/08_cli.ipynb #5666dfd2
-REPORT_TOOLS = ('papermill', 'nbconvert', 'ipykernel')   # what executes the notebooks for `make reproduce` and `make summary`, beyond memlm's own needs
+_REPORT_TOOLS = ('papermill', 'nbconvert', 'ipykernel')   # what executes the notebooks for `make reproduce` and `make summary`, beyond memlm's own needs
 
-def missing_report_tools(find: Callable = None) -> list[str]:
-    "The packages of `REPORT_TOOLS` this Python cannot import (`find`: `importlib.util.find_spec`)."
+def _missing_report_tools(find: Callable = None) -> list[str]:
+    "The packages of `_REPORT_TOOLS` this Python cannot import (`find`: `importlib.util.find_spec`)."
     import importlib.util
     find = find or importlib.util.find_spec
-    return [m for m in REPORT_TOOLS if find(m) is None]
+    return [m for m in _REPORT_TOOLS if find(m) is None]
 
 def _need_report_tools(find: Callable = None):
     "Stop at once, naming what is missing, before a notebook is executed (a system Python under `NO_VENV=1` may lack them)."
-    if miss := missing_report_tools(find):
-        raise SystemExit(f"error: executing the notebooks needs {', '.join(REPORT_TOOLS)}; missing here: {', '.join(miss)} "
+    if miss := _missing_report_tools(find):
+        raise SystemExit(f"error: executing the notebooks needs {', '.join(_REPORT_TOOLS)}; missing here: {', '.join(miss)} "
                          f"(pip install {' '.join(miss)}, or run without NO_VENV=1: the venv has them)")
-
 
 # %% ../nbs/08_cli.ipynb #ad313392
 def _check_reproduce(a) -> dict:

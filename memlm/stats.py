@@ -9,13 +9,13 @@ from dataclasses import dataclass
 from scipy import stats as st
 
 # %% auto #0
-__all__ = ['KINDS', 'ALPHA', 'Test', 'parse_test', 't_interval', 'sd_interval', 'holm', 'power', 'seeds_needed', 'decide',
-           'family_note', 'forest_plot']
+__all__ = ['KINDS', 'Test', 'parse_test', 't_interval', 'sd_interval', 'holm', 'power', 'seeds_needed', 'decide', 'family_note',
+           'forest_plot']
 
 # %% ../nbs/05a_stats.ipynb #3b6d47b2
 KINDS = ('effect', 'equivalence', 'threshold', 'absolute', 'reading', 'target')
 _VERDICTS = ('reproduced', 'contradicted', 'inconclusive', 'not comparable at this scale', 'not run')   # counted: the first three
-ALPHA = 0.05
+_ALPHA = 0.05
 
 @dataclass(frozen=True)
 class Test:
@@ -48,13 +48,13 @@ def parse_test(kind: str, expect: str, tol: str | float | None = None, where: st
     return Test(k)
 
 # %% ../nbs/05a_stats.ipynb #a241aee7
-def t_interval(mean: float, sd: float, n: int, level: float = 1 - ALPHA) -> tuple[float, float] | None:
+def t_interval(mean: float, sd: float, n: int, level: float = 1 - _ALPHA) -> tuple[float, float] | None:
     "The `level` t-interval of a mean over n seeds with sample sd `sd` (None below 2 seeds)."
     if n is None or n < 2 or sd is None or math.isnan(sd): return None
     h = st.t.ppf(0.5 + level / 2, n - 1) * sd / math.sqrt(n)
     return (mean - h, mean + h)
 
-def sd_interval(sd: float, n: int, level: float = 1 - ALPHA) -> tuple[float, float] | None:
+def sd_interval(sd: float, n: int, level: float = 1 - _ALPHA) -> tuple[float, float] | None:
     "The `level` interval of a standard deviation estimated from n values (chi-square, normal data); None below 2."
     if n is None or n < 2 or sd is None or math.isnan(sd): return None
     df = n - 1
@@ -90,12 +90,12 @@ def _decision(test: Test, mean: float, sd: float, n: int) -> tuple[float, str]:
     raise ValueError(f'{test.kind!r} claims are not tested')
 
 # %% ../nbs/05a_stats.ipynb #d3818075
-def _holm_levels(ps: list[float | None], alpha: float = ALPHA) -> dict[int, float]:
+def _holm_levels(ps: list[float | None], alpha: float = _ALPHA) -> dict[int, float]:
     "Holm's level of each tested claim (index into `ps`; None: not tested): α / (m − k) at its rank k by p."
     idx = sorted((i for i, p in enumerate(ps) if p is not None), key=lambda i: ps[i])
     return {i: alpha / (len(idx) - k) for k, i in enumerate(idx)}
 
-def holm(ps: list[float | None], alpha: float = ALPHA) -> list[bool]:
+def holm(ps: list[float | None], alpha: float = _ALPHA) -> list[bool]:
     "Which of `ps` (None: not tested) Holm's procedure rejects at family-wise `alpha`."
     out = [False] * len(ps)
     for i, level in _holm_levels(ps, alpha).items():   # in order of p
@@ -104,7 +104,7 @@ def holm(ps: list[float | None], alpha: float = ALPHA) -> list[bool]:
     return out
 
 # %% ../nbs/05a_stats.ipynb #f8cff819
-def power(delta: float, sd: float, n: int, alpha: float = ALPHA) -> float:
+def power(delta: float, sd: float, n: int, alpha: float = _ALPHA) -> float:
     "Power of the two-sided one-sample (paired) t-test at n seeds for a true mean `delta` and sd `sd`."
     if n < 2: return 0.
     df, nc = n - 1, abs(delta) * math.sqrt(n) / sd
@@ -116,7 +116,7 @@ def _power_by_integral(c: float, df: int, nc: float) -> float:
     "P(|T'| > c) as an average over the sd estimate: T' = (Z + nc)/√(V/df) with V ~ χ²(df), so P = E_V[Φ(nc − c√(V/df)) + Φ(−nc − c√(V/df))]."
     return min(1., st.chi2.expect(lambda v: st.norm.cdf(nc - c * math.sqrt(v / df)) + st.norm.cdf(-nc - c * math.sqrt(v / df)), args=(df,)))
 
-def seeds_needed(delta: float | None, sd: float | None, alpha: float = ALPHA, target: float = 0.8, n_max: int = 1000) -> int | None:
+def seeds_needed(delta: float | None, sd: float | None, alpha: float = _ALPHA, target: float = 0.8, n_max: int = 1000) -> int | None:
     "The smallest n >= 2 with `power >= target` for effect `delta` at sd `sd`; None without both (or beyond `n_max`)."
     if delta is None or sd is None or not delta or not math.isfinite(delta): return None
     if sd == 0: return 2
@@ -128,7 +128,7 @@ def seeds_needed(delta: float | None, sd: float | None, alpha: float = ALPHA, ta
     return None
 
 # %% ../nbs/05a_stats.ipynb #c7849356
-def decide(claims: list[dict], alpha: float = ALPHA) -> list[dict]:
+def decide(claims: list[dict], alpha: float = _ALPHA) -> list[dict]:
     """Verdicts for one paper's claims. Each claim: `test` (a `Test`), `paper` (its number or None), `n_declared`, and ours:
     `value`, `sd`, `n`, `scale` (value None: not run), and optionally `unequal` (why its arms did not train on one schedule, where
     the claim declared that rule: undecided, out of Holm's family), `construction` (why its arms are equal by construction at the
@@ -192,7 +192,7 @@ def decide(claims: list[dict], alpha: float = ALPHA) -> list[dict]:
         if excl: r['why'] += f"; the interval excludes the paper's effect: ours is {excl}, so the seeds are counted at our effect, and they would decide it the other way or in direction only"
     return out
 
-def family_note(verdicts: list[dict], alpha: float = ALPHA) -> str:
+def family_note(verdicts: list[dict], alpha: float = _ALPHA) -> str:
     "What Holm's correction guarantees for one paper's decided claims."
     m = sum(r['p'] is not None for r in verdicts); k = sum(r['verdict'] in ('reproduced', 'contradicted') and r['p'] is not None for r in verdicts)
     if not m: return 'no claim has the declared seeds yet: nothing is decided'
