@@ -9,7 +9,7 @@ from pathlib import Path
 from .registry import SCALES, archived_runs, check_scale, results_dir, markdown_table, _fmt, _load_result, json_float
 
 # %% auto #0
-__all__ = ['PAPERS', 'read_claims', 'declare_seeds', 'claim_verdicts', 'verdict_text', 'headline', 'claim_lines', 'claims_forest',
+__all__ = ['PAPERS', 'read_claims', 'claim_verdicts', 'verdict_text', 'headline', 'claim_lines', 'claims_forest',
            'paper_notebook', 'paper_reports', 'scale_costs', 'cost_text', 'memory_table', 'write_results',
            'unrecorded_claims', 'render_findings']
 
@@ -38,36 +38,6 @@ def _num(s):
     except (TypeError, ValueError): return None
 
 
-# %% ../nbs/05b_claims.ipynb #7c5627e5
-def declare_seeds(paper: str, results: tuple, pilot_sd_pct: float, basis: str, n_min: int = 3, n_max: int | None = None,
-                  claims_dir: Path | None = None, paired: bool = False, holm: bool = False) -> list[dict]:
-    """Set `n` and `n_basis` of `paper`'s effect claims on `results` (record names) from a pilot sd (% of the mean); returns the
-    rows changed. The paper's effect (`paper_value`, in %) is what the seeds must detect; rows without one get `n_min`.
-    `paired`: the pilot sd is an observed paired sd (else one arm's, taken x sqrt(2)); `holm`: power at the strictest level Holm's
-    procedure can test the claim at, alpha / m over the paper's m tested claims (else at alpha). New claims are declared with both."""
-    import math
-    from memlm.stats import _ALPHA, seeds_needed
-    f = Path(claims_dir or results_dir()/'claims')/f'{paper}.csv'
-    with open(f, newline='') as fh: rows = list(csv.DictReader(fh))
-    cols, changed = list(rows[0]), []
-    m = sum(r['kind'] in ('effect', 'equivalence', 'threshold') for r in rows) if holm else 1
-    sd_used = pilot_sd_pct if paired else math.sqrt(2) * pilot_sd_pct
-    for r in rows:
-        if r['kind'] != 'effect' or r['result'] not in results: continue
-        pv = _num(r['paper_value'])
-        need = seeds_needed(pv, sd_used, _ALPHA / m) if pv else None
-        n = max(n_min, need or n_min)
-        capped = n_max is not None and n > n_max
-        r['n'] = str(n_max if capped else n)
-        r['n_basis'] = (f'declared before the arms ran from the pilot sd {pilot_sd_pct:.2f} % ({basis}): '
-                        + (f'{need} seeds give 80 % power at the paper\'s {pv:g} % ' + ('(the observed paired sd)' if paired else '(paired sd taken as √2 × the pilot\'s)')
-                           + (f' at Holm\'s strictest level, α/{m}' if holm else '') if need else f'no paper effect to size it: {n_min}')
-                        + (f'; capped at {n_max} by the budget' if capped else ''))
-        changed.append(r)
-    with open(f, 'w', newline='') as fh:
-        w = csv.DictWriter(fh, fieldnames=cols, lineterminator='\n'); w.writeheader(); w.writerows(rows)
-    return changed
-
 # %% ../nbs/05b_claims.ipynb #1f11fdd3
 def _records(c: dict, scales):
     "(scale, path, record, value) of claim `c`'s result at each scale that has its key."
@@ -78,18 +48,16 @@ def _records(c: dict, scales):
         if v is not None and not isinstance(v, str): yield s, p, rec, float(v)
 
 def _claim_value(c: dict, scales=('paper', 'gpu', 'cpu'), archived=archived_runs) -> dict | None:
-    """Ours for claim `c` at the largest scale with a complete record (else a partial one): value, sd, n, scale, partial, commit;
-    None when not run. A complete value also carries, as `larger`, a partial one recorded at a larger scale (else None).
-    A record made of archived runs (a former recipe's) is not ours any more: see `_former_value`."""
+    """Ours for claim `c` at the largest scale with a complete record (else a partial one): value, sd, n, scale, partial, unequal,
+    schedule; None when not run. A record made of archived runs (a former recipe's) is not ours any more: see `_former_value`."""
     partial = None
     for s, p, rec, v in _records(c, scales):
         if archived(rec, c['paper'], s): continue
         m, own = rec['metrics'], _claim_runs(c)
         if own and not _run_records(rec, p.parent, own): own = c.get('arms') or ''   # its runs are another paper's: the record's
         o = dict(value=v, sd=json_float(m.get(f"{c['key']}_std")), n=m.get(f"{c['key']}_n"), scale=s, partial=bool(rec.get('missing')),
-                 commit=_trained_at(rec, p.parent), unequal=_unequal_schedules(rec, p.parent, c.get('arms') or ''),
-                 schedule=_schedule(rec, p.parent, own))   # the schedule of the runs it compares
-        if not o['partial']: return o | dict(larger=partial)   # `missing`: some of the record's runs are unfinished
+                 unequal=_unequal_schedules(rec, p.parent, c.get('arms') or ''), schedule=_schedule(rec, p.parent, own))   # of the runs it compares
+        if not o['partial']: return o   # `missing`: some of the record's runs are unfinished
         partial = partial or o
     return partial
 
@@ -107,12 +75,6 @@ def _run_records(rec: dict, paper_dir: Path, arms: str = '') -> list[dict]:
     `arms`: only the runs of those names (space-separated: one comparison's own)."""
     runs = [json.loads(f.read_text()) for f in (paper_dir/'runs'/r/'record.json' for r in rec.get('runs') or []) if f.exists()]
     return [r for r in runs if r.get('name') in arms.split()] if arms.split() else runs
-
-def _trained_at(rec: dict, paper_dir: Path) -> str:
-    "The commits that trained the runs behind an aggregated record, every session's (`trained_by`) where a run lists them (its own commit when it names no runs)."
-    provs = [p for r in _run_records(rec, paper_dir) for p in (r.get('trained_by') or [r.get('provenance', {})])] or [rec.get('provenance', {})]
-    c = lambda p: p.get('commit') or '?'
-    return ', '.join(dict.fromkeys((c(p) if c(p).startswith('earlier') else c(p)[:8]) + ('+dirty' if p.get('dirty') else '') for p in provs))
 
 def _claim_runs(c: dict) -> str:
     """The runs claim `c` compares, space-separated: its declared `arms`, else the run names its `recompute` recipe reads (after
@@ -157,9 +119,17 @@ def _where(r: dict) -> str:
 
 def _fmt_ci(ci) -> str: return f'[{_fmt(ci[0])}, {_fmt(ci[1])}]' if ci else ''
 
-def _seeds_shown(r: dict) -> int | None:
-    "The seeds a table shows for an undecided claim: none where its seeds already had the power for the paper's effect (its why says so)."
-    return r['seeds_needed'] if r['verdict'] == 'inconclusive' and not r['powered'] else None
+def _results_row(r: dict, common: dict, path: Path) -> dict:
+    """A row of RESULTS.md's tables (`r`: a row of `claim_verdicts`): the claim, its test, the paper's value, ours, the interval, the
+    verdict, the seeds an undecided claim needs (none where its seeds already had the power: its why says so), why (its note only
+    where it is not its scale's `common` one) and its record (linked from `path`)."""
+    rec = results_dir()/r['scale']/r['paper']/f"{r['result']}.json" if r['scale'] else None
+    why = '; '.join(x for x in (r['why'], r['note'] if r['note'] != common.get(r['scale']) else '') if x)
+    return {'claim': r['claim'], 'test': f"{r['kind']} {r['expect']}".strip() + (f" (n={r['n_declared']})" if r['n_declared'] else ''),
+            'paper': _fmt(r['paper_value']) if r['paper_value'] is not None else '–', 'ours': '–' if r['value'] is None else _fmt_ours(r, _where(r)),
+            '95% CI': _fmt_ci(r['ci']), 'verdict': verdict_text(r),
+            'seeds needed': r['seeds_needed'] if r['verdict'] == 'inconclusive' and not r['powered'] else None, 'why': why,
+            'record': f"[{r['result']}]({rec.relative_to(path.parent)})" if rec and rec.exists() else ''}
 
 # %% ../nbs/05b_claims.ipynb #bfcad848
 _EXCLUSIONS = ('early_stopped',)   # declarable exclusion rules: a comparison whose own runs stopped early at different lengths leaves the family
@@ -221,7 +191,7 @@ def claim_verdicts(paper: str | None = None, scales=('paper', 'gpu', 'cpu')) -> 
                 out.append(dict(paper=pp, claim=c['claim'], kind=c['test'].kind, expect=c['expect'], paper_value=v['paper'], value=v['value'],
                                 sd=v['sd'], n=v['n'], n_declared=v['n_declared'], scale=v['scale'] or '',
                                 partial=bool(o and o['partial'] and not (v['n_declared'] and (v['n'] or 1) >= v['n_declared'])),   # its own seeds complete: not partial
-                                larger=o and o.get('larger'), commit=o['commit'] if o else '', note=_claim_note(c, o['scale']) if o else '',
+                                note=_claim_note(c, o['scale']) if o else '',
                                 result=c['result'], key=c['key'], unequal=(o or {}).get('unequal'), family=fam,
                                 schedule=(o or {}).get('schedule', ''), **{k: v[k] for k in ('verdict', 'ci', 'p', 'why', 'seeds_needed', 'ratio', 'powered', 'excludes_paper')},
                                 posthoc=(dict(verdict='reading', rule=f"{c.get('condition_says') or 'its condition fails'}: {cond}", why='',
@@ -241,36 +211,11 @@ def verdict_text(r: dict) -> str:
     if v == 'reproduced' and r.get('excludes_paper') and r.get('ratio') is not None: v += f" in direction, {r['ratio']:.2f}x the paper's size"
     return v + (f" (post-hoc, {r['posthoc']['rule']}: {r['posthoc']['verdict']})" if r.get('posthoc') else '')
 
-# %% ../nbs/05b_claims.ipynb #e0dd2612
-def _summary_rows(scales=('paper', 'gpu', 'cpu')) -> list[dict]:
-    "One row per claim with the paper's value, ours (mean ± sd, n, scale), the verdict with its interval, and why."
-    out = []
-    for r in claim_verdicts(None, scales):
-        ours = None
-        if r['value'] is not None:
-            ours = _fmt_ours(dict(value=r['value'], sd=r['sd'], n=r['n']), _where(r))
-            if r['larger']: ours += f"; so far at {r['larger']['scale']}: " + _fmt_ours(r['larger'], 'partial')
-        why = '; '.join(x for x in (r['why'], r['note']) if x)
-        out.append(dict(paper=r['paper'], claim=r['claim'], test=f"{r['kind']} {r['expect']}".strip() + (f" (n={r['n_declared']})" if r['n_declared'] else ''),
-                        paper_value=_fmt(r['paper_value']) if r['paper_value'] is not None else '–', ours=ours or '–',
-                        ci=_fmt_ci(r['ci']), verdict=verdict_text(r), seeds_needed=_seeds_shown(r),
-                        why=why, commit=r['commit'], scale=r['scale']))
-    return out
-
-# %% ../nbs/05b_claims.ipynb #5405b72e
-def _summary_markdown(scales=('paper', 'gpu', 'cpu')) -> str:
-    "The claims table: the paper's value, ours, the 95 % interval, the verdict, the seeds an inconclusive claim needs, why."
-    rows = _summary_rows(scales)
-    if not rows: return '_No claims registered yet._\n'
-    for r in rows: r['trained at'] = r.pop('commit'); r['95% CI'] = r.pop('ci'); r['seeds needed'] = r.pop('seeds_needed')
-    return markdown_table(rows, ['paper', 'claim', 'test', 'paper_value', 'ours', '95% CI', 'verdict', 'seeds needed', 'why', 'trained at'])
-
 # %% ../nbs/05b_claims.ipynb #e78cd242
-_COUNTED = ('reproduced', 'contradicted', 'inconclusive')
+_COUNTED = ('reproduced', 'contradicted', 'inconclusive')   # the verdicts of a claim our runs test: a paper's headline rows
 
-def _paper_status(paper: str, scales=('paper', 'gpu', 'cpu'), rows: list[dict] | None = None) -> str:
-    "Counts of a paper's verdicts: the decided and inconclusive claims, then what is not comparable, not run, and the readings and targets."
-    rows = rows if rows is not None else claim_verdicts(paper, scales)
+def _paper_status(rows: list[dict]) -> str:
+    "Counts of a paper's verdicts (its rows of `claim_verdicts`): the decided and inconclusive claims, then what is not comparable, not run, and the readings and targets."
     if not rows: return 'no claims recorded yet'
     n = {}
     for r in rows: n[r['verdict']] = n.get(r['verdict'], 0) + 1
@@ -288,30 +233,25 @@ def _claim_line(r: dict) -> str:
     ci = f" (95 % CI {_fmt_ci(r['ci'])})" if r['ci'] else ''
     where = r['scale'] + ' scale' + (f", {r['schedule']}" if r.get('schedule') else '') + (', partial' if r.get('partial') else '') + (f", n={r['n']}" if r['n'] else ', one run')
     post = f"; post-hoc reading ({r['posthoc']['rule']}): {r['posthoc']['verdict']}" if r.get('posthoc') else ''
-    return f"{r['claim']}: {paper}ours {_fmt(r['value'])}{ci} at {where}: **{verdict_text(r | dict(posthoc=None))}**{_lacks(r)}{post}"
+    return f"{r['claim']}: {paper}ours {_fmt(r['value'])}{ci} at {where}: {_verdict_words(r)}{post}"
 
-def _lacks(r: dict) -> str:
-    "What an inconclusive claim lacks, in words: its declared seeds, the seeds that would decide it, or one fixed schedule ('' for the others)."
-    if r['verdict'] != 'inconclusive': return ''
-    if r.get('unequal'): return ': its arms trained for different lengths (early stopping), not on one fixed schedule'
-    if r.get('n_declared') and (r['n'] or 1) < r['n_declared']: return f", its declared n={r['n_declared']} not yet reached"
-    if not r['seeds_needed']: return ''
-    return f", though {r['seeds_needed']} seeds had the power for the paper's effect" if r.get('powered') else f", about {r['seeds_needed']} seeds would decide it"
-
-def _is_headline(r: dict) -> bool:
-    """Whether a row of `claim_verdicts` is a headline row: a claim our runs test, whose declared test gave it a verdict (reproduced,
-    contradicted or inconclusive). Absolute numbers of reduced models, readings, engineering targets and rows not run are not."""
-    return r['verdict'] in _COUNTED
+def _verdict_words(r: dict) -> str:
+    "A row's declared verdict in bold and what an inconclusive one lacks: its declared seeds, the seeds that would decide it, or one fixed schedule."
+    v, s = f"**{verdict_text(r | dict(posthoc=None))}**", r.get('seeds_needed')
+    if r['verdict'] != 'inconclusive': return v
+    if r.get('unequal'): return v + ': its arms trained for different lengths (early stopping), not on one fixed schedule'
+    if r.get('n_declared') and (r['n'] or 1) < r['n_declared']: return v + f", its declared n={r['n_declared']} not yet reached"
+    return v + (f", though {s} seeds had the power for the paper's effect" if r.get('powered') else f", about {s} seeds would decide it") if s else v
 
 def headline(paper: str, rows: list[dict] | None = None) -> str:
     """A paper's sentence for the README, rendered from its records: the claim its `PAPERS` entry words (`says`), with ours, the
     interval, the paper's value, the seeds and scale, and the verdict; a paper without one (or whose claim has not run) gets its
-    first headline row (`_is_headline`) in the claim's own words."""
+    first headline row (a verdict of `_COUNTED`) in the claim's own words."""
     rows = rows if rows is not None else claim_verdicts(paper)
     res, key, says = PAPERS.get(paper, {}).get('says') or (None, None, None)
     r = next((r for r in rows if (r['result'], r['key']) == (res, key) and r['value'] is not None), None)
     if r is None:
-        h = next((r for r in rows if _is_headline(r)), None)
+        h = next((r for r in rows if r['verdict'] in _COUNTED), None)
         return _claim_line(h) if h else 'no tested claim has run yet'
     ci = f"{_fmt(r['ci'][0])} to {_fmt(r['ci'][1])}" if r['ci'] else 'none'
     expect = re.sub(r'^(<=|>=|<|>)\s*', lambda m: {'<=': '≤ ', '>=': '≥ ', '<': '< ', '>': '> '}[m.group(1)], r['expect'])
@@ -319,7 +259,7 @@ def headline(paper: str, rows: list[dict] | None = None) -> str:
     where = ((f"{r['n']} seeds" if (r['n'] or 1) > 1 else 'one run') + f" at {r['scale']} scale" + (f" ({r['schedule']})" if r.get('schedule') else '')
              + (' (partial)' if r.get('partial') else ''))
     post = f"; post-hoc, a {r['posthoc']['verdict']} ({r['posthoc']['label']})" if r.get('posthoc') else ''
-    return f"on {where}, {text}: **{verdict_text(r | dict(posthoc=None))}**{_lacks(r)}{post}"
+    return f"on {where}, {text}: {_verdict_words(r)}{post}"
 
 def claim_lines(paper: str, results: tuple | None = None, kinds: tuple = _TESTED + ('target', 'reading'), rows: list[dict] | None = None) -> str:
     """A notebook's findings on its claims: one markdown bullet per claim of `paper` on `results` (record names; None: all) whose
@@ -328,11 +268,25 @@ def claim_lines(paper: str, results: tuple | None = None, kinds: tuple = _TESTED
     return '\n'.join('- ' + _claim_line(r) for r in rows if r['kind'] in kinds and (results is None or r['result'] in results))
 
 def claims_forest(rows: list[dict], title: str = ''):
-    "The forest plot (`memlm.stats.forest_plot`) of the tested claims among `rows` (of `claim_verdicts`) that have run; None if none has."
-    from memlm.stats import forest_plot
+    """The forest plot of the tested claims among `rows` (of `claim_verdicts`) that have run, one line per claim: ours with its 95 %
+    interval (colour: its verdict), the paper's effect as a cross, zero as a line; None if none has run."""
     tested = [r for r in rows if r['kind'] in _TESTED and r['value'] is not None]
-    return forest_plot([dict(label=r['claim'], value=r['value'], ci=r['ci'], paper=r['paper_value'] if r['kind'] == 'effect' else None,
-                             verdict=r['verdict']) for r in tested], title=title) if tested else None
+    if not tested: return None
+    import matplotlib.pyplot as plt, seaborn as sns
+    sns.set_theme(style='whitegrid', font_scale=0.8)
+    colours = {'reproduced': 'tab:green', 'contradicted': 'tab:red', 'inconclusive': 'tab:gray'}
+    fig, ax = plt.subplots(figsize=(7.5, 0.32 * len(tested) + 1.0))
+    for i, r in enumerate(tested):
+        c = colours.get(r['verdict'], 'tab:gray')
+        lo, hi = r['ci'] or (r['value'], r['value'])
+        ax.plot([lo, hi], [i, i], color=c, lw=2); ax.plot([r['value']], [i], 'o', color=c, ms=5)
+        if r['kind'] == 'effect' and r['paper_value'] is not None: ax.plot([r['paper_value']], [i], 'x', color='black', ms=6)
+    ax.axvline(0, color='black', lw=0.8); ax.margins(x=0.08)
+    ax.set_yticks(range(len(tested)), [r['claim'][:70] for r in tested]); ax.invert_yaxis()
+    ax.set_xscale('symlog', linthresh=1.); ax.set_xlabel("ours (mean, 95 % t-interval; colour: verdict)   × the paper's effect")
+    ax.set_title(title, loc='left'); fig.tight_layout()
+    sns.reset_orig()
+    return fig
 
 # %% ../nbs/05b_claims.ipynb #papers0cd
 PAPERS = {   # reading order; `says`: (result, key, the README's sentence on that claim: words only, its numbers rendered from its row)
@@ -433,9 +387,10 @@ def _cache_changes(scale: str) -> list[float]:
         if m.get('cache_test_ppl') and m.get('test_ppl'): out.append(100 * (m['cache_test_ppl'] / m['test_ppl'] - 1))
     return out
 
-def _memory_rows(scale: str = 'cpu', rows: list[dict] | None = None) -> list[dict]:
-    """One row per memory of `_MEMORIES`: PTB test-ppl change (%) over its AWD-LSTM at `scale`, with the interval and verdict of
-    its claim where one is paired by seed, else a reading (mean over its n); 'not run' where no record has it."""
+def memory_table(scale: str = 'cpu', rows: list[dict] | None = None) -> str:
+    """Markdown: what each memory of `_MEMORIES` changes in the same AWD-LSTM's PTB test perplexity at `scale` (%, negative:
+    better), with the interval and verdict of its claim where one is paired by seed, else a reading (mean over its n); 'not run'
+    where no record has it."""
     rows = rows if rows is not None else claim_verdicts()
     span = lambda ci, sign: '{} to {}'.format(*map(_fmt, sorted(sign * x for x in ci))) if ci else ''   # the interval, read as a change
     out = []
@@ -449,14 +404,9 @@ def _memory_rows(scale: str = 'cpu', rows: list[dict] | None = None) -> list[dic
         elif result is not None and (m := (_load_result(paper, result, scale) or {}).get('metrics') or {}).get(key) is not None:
             value, ci, n, verdict = m[key], None, int(m.get(f'{key}_n') or 1), 'reading'   # a record's mean, no claim
         else: value, ci, n, verdict = None, None, '', 'not run'
-        out.append(dict(memory=name, change='not run' if value is None else f"{sign * value:+.2f} %", ci=span(ci, sign), n=n,
-                        verdict=verdict, base=base))
-    return out
-
-def memory_table(scale: str = 'cpu', rows: list[dict] | None = None) -> str:
-    "`_memory_rows` as markdown: what each memory changes in the same AWD-LSTM's PTB test perplexity (negative: better)."
-    return markdown_table([{'memory (on an AWD-LSTM, PTB test)': r['memory'], 'test ppl change': r['change'], '95% CI': r['ci'], 'n': r['n'],
-                            "its claim's verdict": r['verdict'], 'base and pairing': r['base']} for r in _memory_rows(scale, rows)])
+        out.append({'memory (on an AWD-LSTM, PTB test)': name, 'test ppl change': 'not run' if value is None else f"{sign * value:+.2f} %",
+                    '95% CI': span(ci, sign), 'n': n, "its claim's verdict": verdict, 'base and pairing': base})
+    return markdown_table(out)
 
 # %% ../nbs/05b_claims.ipynb #598d0cf4
 _FOLDS = (   # the rows of a paper's section that are not headline rows, each kind folded apart: (verdicts, one, many)
@@ -466,26 +416,16 @@ _FOLDS = (   # the rows of a paper's section that are not headline rows, each ki
     (('met', 'missed'), 'engineering target', 'engineering targets'),
     (('not run',), 'claim not run yet', 'claims not run yet'))
 
-def _results_row(r: dict, pp: str, common: dict, path: Path) -> dict:
-    "A row of RESULTS.md's tables: the claim, its test, the paper's value, ours, the interval, the verdict, the seeds needed, why, its record."
-    ours = '–' if r['value'] is None else _fmt_ours(dict(value=r['value'], sd=r['sd'], n=r['n']), _where(r))
-    rec = results_dir()/r['scale']/pp/f"{r['result']}.json" if r['scale'] else None
-    why = '; '.join(x for x in (r['why'], r['note'] if r['note'] != common.get(r['scale']) else '') if x)
-    return {'claim': r['claim'], 'test': f"{r['kind']} {r['expect']}".strip() + (f" (n={r['n_declared']})" if r['n_declared'] else ''),
-            'paper': _fmt(r['paper_value']) if r['paper_value'] is not None else '–', 'ours': ours, '95% CI': _fmt_ci(r['ci']),
-            'verdict': verdict_text(r), 'seeds needed': _seeds_shown(r), 'why': why,
-            'record': f"[{r['result']}]({rec.relative_to(path.parent)})" if rec and rec.exists() else ''}
-
-def write_results(path: Path | None = None, figs: Path | None = None, papers: list[str] | None = None) -> str:
+def write_results(path: Path | None = None, figs: Path | None = None) -> str:
     """`RESULTS.md`: a contents list, then per paper in reading order (`PAPERS`) its verdict counts, what Holm's correction
-    guarantees, a forest plot (`figures/claims/<paper>_forest.png`), its headline rows (`_is_headline`) and, folded below them
+    guarantees, a forest plot (`figures/claims/<paper>_forest.png`), its headline rows (verdicts of `_COUNTED`) and, folded below them
     (`<details>`), its other claims by kind; the setting of each scale said once, a row's `why` only where it differs; provenance
     as links to the records."""
-    from memlm.stats import family_note
+    from memlm.stats import _family_note
     import matplotlib.pyplot as plt
     path = Path(path or results_dir().parent/'RESULTS.md'); figs = Path(figs or results_dir().parent/'figures'/'claims')
     rows_all = claim_verdicts()
-    order = _reading_order(papers or [r['paper'] for r in rows_all])
+    order = _reading_order(r['paper'] for r in rows_all)
     title = lambda pp: PAPERS.get(pp, {}).get('title', pp)
     out = ['# Results: the papers\' claims and our verdicts\n',
            'Generated by `make summary` from the records under `results/<scale>/<paper>/` and the declared tests in '
@@ -500,7 +440,7 @@ def write_results(path: Path | None = None, figs: Path | None = None, papers: li
     by_paper = {pp: [r for r in rows_all if r['paper'] == pp] for pp in order}
     for i, pp in enumerate(order, 1):
         role = PAPERS.get(pp, {}).get('role')
-        out.append(f"{i}. [{title(pp)}](#{pp}){f' ({role})' if role else ''}: {_paper_status(pp, rows=by_paper[pp])}")
+        out.append(f"{i}. [{title(pp)}](#{pp}){f' ({role})' if role else ''}: {_paper_status(by_paper[pp])}")
     out += ['\n## What each memory buys the same AWD-LSTM\n', 'PTB test perplexity at cpu scale, each memory against the AWD-LSTM it is added to '
             '(negative: better). A row paired by seed carries its interval and its claim\'s verdict; the others are readings.\n', memory_table('cpu', rows_all)]
     for i, pp in enumerate(order, 1):
@@ -509,7 +449,7 @@ def write_results(path: Path | None = None, figs: Path | None = None, papers: li
         links = [f'`{pp}`'] + [f'[{what}]({nb})' for what, nb in [('notebook', paper_notebook(pp))] + [
             (f'{s} report', nb) for s, nb in paper_reports(pp).items()] if nb]
         out.append(f'\n<a id="{pp}"></a>\n\n## {i}. {title(pp)}{cite}\n\n' + ' · '.join(links) + '\n')
-        out.append(f"{_paper_status(pp, rows=rows)}. {family_note(rows)}.\n")
+        out.append(f"{_paper_status(rows)}. {_family_note(rows)}.\n")
         notes = {}
         for r in rows:
             if r['note']: notes.setdefault(r['scale'], {}).setdefault(r['note'], 0); notes[r['scale']][r['note']] += 1
@@ -518,14 +458,14 @@ def write_results(path: Path | None = None, figs: Path | None = None, papers: li
         if fig := claims_forest(rows, title=f'{title(pp)}: tested claims'):
             figs.mkdir(parents=True, exist_ok=True); fig.savefig(figs/f'{pp}_forest.png', dpi=110, bbox_inches='tight'); plt.close(fig)
             out.append(f"\n![{pp}: forest plot]({(figs/f'{pp}_forest.png').relative_to(path.parent)})\n")
-        heads = [r for r in rows if _is_headline(r)]
-        out.append('\n' + (markdown_table([_results_row(r, pp, common, path) for r in heads]) if heads else
+        heads = [r for r in rows if r['verdict'] in _COUNTED]
+        out.append('\n' + (markdown_table([_results_row(r, common, path) for r in heads]) if heads else
                            '_None of its claims has been tested on our runs yet._\n'))
-        rest = [r for r in rows if not _is_headline(r)]
+        rest = [r for r in rows if r['verdict'] not in _COUNTED]
         for vs, one, many in _FOLDS + ((None, 'other claim', 'other claims'),):
             fold = [r for r in rest if (r['verdict'] in vs if vs else all(r['verdict'] not in f[0] for f in _FOLDS))]
             if fold: out.append(f"<details><summary>{len(fold)} {one if len(fold) == 1 else many}</summary>\n\n"
-                                + markdown_table([_results_row(r, pp, common, path) for r in fold]) + '\n</details>\n')
+                                + markdown_table([_results_row(r, common, path) for r in fold]) + '\n</details>\n')
     md = '\n'.join(out)
     path.write_text(md)
     return md

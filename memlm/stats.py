@@ -9,16 +9,14 @@ from dataclasses import dataclass
 from scipy import stats as st
 
 # %% auto #0
-__all__ = ['KINDS', 'Test', 'parse_test', 't_interval', 'sd_interval', 'holm', 'power', 'seeds_needed', 'decide', 'family_note',
-           'forest_plot']
+__all__ = ['KINDS', 'parse_test', 't_interval', 'sd_interval', 'seeds_needed', 'decide']
 
 # %% ../nbs/05a_stats.ipynb #3b6d47b2
 KINDS = ('effect', 'equivalence', 'threshold', 'absolute', 'reading', 'target')
-_VERDICTS = ('reproduced', 'contradicted', 'inconclusive', 'not comparable at this scale', 'not run')   # counted: the first three
 _ALPHA = 0.05
 
 @dataclass(frozen=True)
-class Test:
+class _Test:
     "A claim's declared test, parsed from its CSV row (`kind`, `expect`, `tol`)."
     kind: str                       # one of KINDS
     side: str | None = None         # '<' or '>': the paper's side of 0 (effect) or of x (threshold, target)
@@ -26,26 +24,26 @@ class Test:
     band: tuple | None = None       # (lo, hi) of an equivalence
     tol: float | None = None        # absolute: the relative band around the paper's number
 
-def parse_test(kind: str, expect: str, tol: str | float | None = None, where: str = '') -> Test:
+def parse_test(kind: str, expect: str, tol: str | float | None = None, where: str = '') -> _Test:
     "The declared test of a claim; a kind and an `expect` that do not go together raise, naming the row."
     e, k = (expect or '').strip(), (kind or '').strip()
     bad = lambda why: ValueError(f"{where}: kind {k!r} with expect {e!r}: {why}")
     if k not in KINDS: raise bad(f"unknown kind; valid kinds: {', '.join(KINDS)}")
     if k == 'effect':
         if e not in ('<0', '>0'): raise bad("an effect declares the paper's sign, '<0' or '>0'")
-        return Test(k, side=e[0])
+        return _Test(k, side=e[0])
     if k in ('threshold', 'target'):
         m = re.fullmatch(r'(<=|>=)\s*(-?[0-9.eE+-]+)', e)
         if not m: raise bad("a threshold is '<=x' or '>=x'")
-        return Test(k, side=m[1][0], x=float(m[2]))
+        return _Test(k, side=m[1][0], x=float(m[2]))
     if k == 'equivalence':
         m = re.fullmatch(r'\[\s*(-?[0-9.eE+-]+)\s*,\s*(-?[0-9.eE+-]+)\s*\]', e)
         if not m or float(m[1]) >= float(m[2]): raise bad("an equivalence is a band '[lo,hi]' with lo < hi")
-        return Test(k, band=(float(m[1]), float(m[2])))
+        return _Test(k, band=(float(m[1]), float(m[2])))
     if k == 'absolute':
         if e != 'close': raise bad("an absolute number is 'close' to the paper's (within tol)")
-        return Test(k, tol=float(tol) if tol not in (None, '') else 0.1)
-    return Test(k)
+        return _Test(k, tol=float(tol) if tol not in (None, '') else 0.1)
+    return _Test(k)
 
 # %% ../nbs/05a_stats.ipynb #a241aee7
 def t_interval(mean: float, sd: float, n: int, level: float = 1 - _ALPHA) -> tuple[float, float] | None:
@@ -69,7 +67,7 @@ def _t(mean, ref, sd, n):
     if sd == 0: return math.copysign(math.inf, d) if d else 0.
     return d / (sd / math.sqrt(n))
 
-def _decision(test: Test, mean: float, sd: float, n: int) -> tuple[float, str]:
+def _decision(test: _Test, mean: float, sd: float, n: int) -> tuple[float, str]:
     "`(p, verdict)`: the smallest α at which the (1 − α) interval decides, and what it would decide."
     df = n - 1
     if test.kind == 'effect':
@@ -90,21 +88,17 @@ def _decision(test: Test, mean: float, sd: float, n: int) -> tuple[float, str]:
     raise ValueError(f'{test.kind!r} claims are not tested')
 
 # %% ../nbs/05a_stats.ipynb #d3818075
-def _holm_levels(ps: list[float | None], alpha: float = _ALPHA) -> dict[int, float]:
-    "Holm's level of each tested claim (index into `ps`; None: not tested): α / (m − k) at its rank k by p."
+def _holm(ps: list[float | None], alpha: float = _ALPHA) -> dict[int, tuple[float, bool]]:
+    """Holm's step-down procedure over `ps` (None: not tested): `{i: (level, rejected)}` for each tested claim, its level α / (m − k)
+    at its rank k by p, rejected while it and every claim ranked before it pass their levels."""
     idx = sorted((i for i, p in enumerate(ps) if p is not None), key=lambda i: ps[i])
-    return {i: alpha / (len(idx) - k) for k, i in enumerate(idx)}
-
-def holm(ps: list[float | None], alpha: float = _ALPHA) -> list[bool]:
-    "Which of `ps` (None: not tested) Holm's procedure rejects at family-wise `alpha`."
-    out = [False] * len(ps)
-    for i, level in _holm_levels(ps, alpha).items():   # in order of p
-        if ps[i] > level: break
-        out[i] = True
+    out, ok = {}, True
+    for k, i in enumerate(idx):
+        ok = ok and ps[i] <= alpha / (len(idx) - k); out[i] = (alpha / (len(idx) - k), ok)
     return out
 
 # %% ../nbs/05a_stats.ipynb #f8cff819
-def power(delta: float, sd: float, n: int, alpha: float = _ALPHA) -> float:
+def _power(delta: float, sd: float, n: int, alpha: float = _ALPHA) -> float:
     "Power of the two-sided one-sample (paired) t-test at n seeds for a true mean `delta` and sd `sd`."
     if n < 2: return 0.
     df, nc = n - 1, abs(delta) * math.sqrt(n) / sd
@@ -117,19 +111,19 @@ def _power_by_integral(c: float, df: int, nc: float) -> float:
     return min(1., st.chi2.expect(lambda v: st.norm.cdf(nc - c * math.sqrt(v / df)) + st.norm.cdf(-nc - c * math.sqrt(v / df)), args=(df,)))
 
 def seeds_needed(delta: float | None, sd: float | None, alpha: float = _ALPHA, target: float = 0.8, n_max: int = 1000) -> int | None:
-    "The smallest n >= 2 with `power >= target` for effect `delta` at sd `sd`; None without both (or beyond `n_max`)."
+    "The smallest n >= 2 with `_power >= target` for effect `delta` at sd `sd`; None without both (or beyond `n_max`)."
     if delta is None or sd is None or not delta or not math.isfinite(delta): return None
     if sd == 0: return 2
     z = (st.norm.ppf(1 - alpha / 2) + st.norm.ppf(target)) * sd / abs(delta)
     if not abs(z) < math.sqrt(n_max + 3): return None   # the count would start past n_max; also a nan or diverged (inf) sd (no z² overflow)
     start = max(2, int(z * z) - 2)                       # the normal approximation is never above the t answer by more than this
     for n in range(start, n_max + 1):
-        if power(delta, sd, n, alpha) >= target: return n
+        if _power(delta, sd, n, alpha) >= target: return n
     return None
 
 # %% ../nbs/05a_stats.ipynb #c7849356
 def decide(claims: list[dict], alpha: float = _ALPHA) -> list[dict]:
-    """Verdicts for one paper's claims. Each claim: `test` (a `Test`), `paper` (its number or None), `n_declared`, and ours:
+    """Verdicts for one paper's claims. Each claim: `test` (a `_Test`), `paper` (its number or None), `n_declared`, and ours:
     `value`, `sd`, `n`, `scale` (value None: not run), and optionally `unequal` (why its arms did not train on one schedule, where
     the claim declared that rule: undecided, out of Holm's family), `construction` (why its arms are equal by construction at the
     recorded state, a declared condition that fails: a reading, out of the family) and `posthoc` (why it was declared after its
@@ -138,16 +132,14 @@ def decide(claims: list[dict], alpha: float = _ALPHA) -> list[dict]:
     for c in claims:
         t, v, sd, n, nd = c['test'], c.get('value'), c.get('sd'), c.get('n') or 1, c.get('n_declared')
         r = dict(verdict=None, ci=None, p=None, why='', seeds_needed=None, ratio=None, powered=False, excludes_paper=None)
-        if t.kind == 'absolute' and c.get('paper') is not None: t = Test('equivalence', band=tuple(sorted((c['paper'] * (1 - t.tol), c['paper'] * (1 + t.tol)))))\
+        if t.kind == 'absolute' and c.get('paper') is not None: t = _Test('equivalence', band=tuple(sorted((c['paper'] * (1 - t.tol), c['paper'] * (1 + t.tol)))))\
             if c.get('scale') == 'paper' else t
         if v is None: r['verdict'] = 'not run'
         elif t.kind == 'reading': r['verdict'] = 'reading'
         elif t.kind == 'absolute': r['verdict'] = 'not comparable at this scale'
         elif t.kind == 'target': r['verdict'] = 'met' if (v <= t.x if t.side == '<' else v >= t.x) else 'missed'
-        elif why := c.get('construction'):                                   # the arms are equal by construction at the recorded state
-            r['verdict'], r['ci'], r['why'] = 'reading', t_interval(v, sd, n) if sd is not None else None, f'{why}: a reading, not a test'
-        elif why := c.get('posthoc'):                                        # declared after its runs
-            r['verdict'], r['ci'], r['why'] = 'reading', t_interval(v, sd, n) if sd is not None else None, f'post-hoc ({why}): a reading, not a test'
+        elif why := c.get('construction') or c.get('posthoc') and f"post-hoc ({c['posthoc']})":   # equal arms by construction, or declared after its runs
+            r['verdict'], r['ci'], r['why'] = 'reading', t_interval(v, sd, n), f'{why}: a reading, not a test'
         elif not (math.isfinite(v) and (sd is None or math.isfinite(sd))):   # a run diverged: no interval, nothing to test
             r['verdict'], r['why'] = 'inconclusive', f'not finite ({v:g}): a run diverged, so there is no interval'
         elif (u := c.get('unequal')) and t.kind in ('effect', 'equivalence'):   # its arms trained for different lengths: not a fair comparison
@@ -169,52 +161,32 @@ def decide(claims: list[dict], alpha: float = _ALPHA) -> list[dict]:
                               else 'an effect of this size')
                 pv, (lo, hi) = c.get('paper'), r['ci']
                 if t.kind == 'effect' and pv is not None and not lo <= pv <= hi:   # the interval excludes the paper's effect
-                    r['_excl'] = 'smaller' if (pv > hi) == (pv > 0) else 'larger'
+                    r['excludes_paper'] = 'smaller' if (pv > hi) == (pv > 0) else 'larger'
                     r['_need'] = (v, sd, n, 'our effect (the paper\'s is outside the interval)')   # sized at what the data say, not at the paper's
-                    r['excludes_paper'] = r['_excl']
         ps.append(r['p']); out.append(r)
-    level = _holm_levels(ps, alpha)                                         # Holm's level at each tested claim's rank
-    for i, (r, ok) in enumerate(zip(out, holm(ps, alpha))):
-        would, excl, need = r.pop('_would', None), r.pop('_excl', None), r.pop('_need', None)
+    holm = _holm(ps, alpha)                                                 # Holm's level at each tested claim's rank, and its decision
+    for i, r in enumerate(out):
+        would, need = r.pop('_would', None), r.pop('_need', None)
         if r['p'] is None: continue
+        level, ok = holm[i]
         r['verdict'] = would if ok else 'inconclusive'
         if ok: continue
         delta, sd, n, what = need                                          # the seeds that would decide it at its rank's level
-        r['seeds_needed'] = seeds_needed(delta, sd, level[i]) if sd else None
-        r['powered'] = bool(r['seeds_needed'] and n >= r['seeds_needed'])  # these n had 80 % power for it at that level
-        at = f"α/{round(alpha / level[i])} = {level[i]:.2g}"                        # Holm's level at its rank
-        if r['p'] <= level[i]:                                             # Holm's procedure stops at the first claim that fails
+        r['seeds_needed'] = seeds_needed(delta, sd, level) if sd else None
+        r['powered'] = bool(r['seeds_needed'] and n >= r['seeds_needed'])  # these n had 80 % _power for it at that level
+        at = f"α/{round(alpha / level)} = {level:.2g}"                        # Holm's level at its rank
+        if r['p'] <= level:                                             # Holm's procedure stops at the first claim that fails
             r['why'] = f"p = {r['p']:.2g} passes its rank's level ({at}), but a claim with a smaller p did not, and Holm's procedure stops there"
         else:
             r['why'] = f"p = {r['p']:.2g} does not pass Holm's level at its rank ({at})"
-            if r['powered']: r['why'] += f"; {r['seeds_needed']} seeds would already have 80 % power at that level for {what} (these are at least as many)"
+            if r['powered']: r['why'] += f"; {r['seeds_needed']} seeds would already have 80 % _power at that level for {what} (these are at least as many)"
             elif r['seeds_needed']: r['why'] += f"; about {r['seeds_needed']} seeds would decide {what} at that level"
-        if excl: r['why'] += f"; the interval excludes the paper's effect: ours is {excl}, so the seeds are counted at our effect, and they would decide it the other way or in direction only"
+        if r['excludes_paper']: r['why'] += f"; the interval excludes the paper's effect: ours is {r['excludes_paper']}, so the seeds are counted at our effect, and they would decide it the other way or in direction only"
     return out
 
-def family_note(verdicts: list[dict], alpha: float = _ALPHA) -> str:
+def _family_note(verdicts: list[dict], alpha: float = _ALPHA) -> str:
     "What Holm's correction guarantees for one paper's decided claims."
     m = sum(r['p'] is not None for r in verdicts); k = sum(r['verdict'] in ('reproduced', 'contradicted') and r['p'] is not None for r in verdicts)
     if not m: return 'no claim has the declared seeds yet: nothing is decided'
     return (f"{m} claim{'s' * (m != 1)} tested at the declared seeds, {k} decided; Holm's correction keeps the chance that any of "
             f"the decided ones is false at or below {alpha:.0%}, however the claims depend on each other")
-
-# %% ../nbs/05a_stats.ipynb #be8c8c95
-def forest_plot(rows: list[dict], title: str = ''):
-    """One line per claim (`label`, `value`, `ci`, `paper`, `verdict`): ours with its interval, the paper's effect as a cross, zero as
-    a line. Returns the figure."""
-    import matplotlib.pyplot as plt, seaborn as sns
-    sns.set_theme(style='whitegrid', font_scale=0.8)
-    colours = {'reproduced': 'tab:green', 'contradicted': 'tab:red', 'inconclusive': 'tab:gray'}
-    fig, ax = plt.subplots(figsize=(7.5, 0.32 * len(rows) + 1.0))
-    for i, r in enumerate(rows):
-        c = colours.get(r['verdict'], 'tab:gray')
-        lo, hi = r['ci'] if r.get('ci') else (r['value'], r['value'])
-        ax.plot([lo, hi], [i, i], color=c, lw=2); ax.plot([r['value']], [i], 'o', color=c, ms=5)
-        if r.get('paper') is not None: ax.plot([r['paper']], [i], 'x', color='black', ms=6)
-    ax.axvline(0, color='black', lw=0.8); ax.margins(x=0.08)
-    ax.set_yticks(range(len(rows)), [r['label'][:70] for r in rows]); ax.invert_yaxis()
-    ax.set_xscale('symlog', linthresh=1.); ax.set_xlabel("ours (mean, 95 % t-interval; colour: verdict)   × the paper's effect")
-    ax.set_title(title, loc='left'); fig.tight_layout()
-    sns.reset_orig()
-    return fig
