@@ -65,55 +65,14 @@ def _choice(valid, what: str):
         return s
     return check
 
-# %% ../nbs/08_cli.ipynb #c6caaea6
-_EXECUTORS = ('process', 'local', 'slurm')   # process: this machine's worker pool; local/slurm: submitit jobs
-
-def _parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog='python -m memlm.cli', description='Run, check and report memlm plans.')
-    sub = ap.add_subparsers(dest='cmd', required=True)
-    def common(p, seeds=True, all_papers=False):
-        if all_papers: p.add_argument('--paper', default='', type=_choice(['', *papers()], 'paper'), help='one paper (default: every paper, a line each)')
-        else: p.add_argument('--paper', required=True, type=_choice(papers(), 'paper'))
-        p.add_argument('--scale', default='smoke', type=_choice(SCALES, 'scale'))
-        p.add_argument('--data', default='', help='folder with the corpora (default: $MEMLM_DATA, else data/)')
-        if seeds: p.add_argument('--seeds', default=[0, 1, 2], type=_seed_list, help="the plan's seeds (default 0,1,2: what the notebooks read)")
-    r = sub.add_parser('run', help="train the runs 'name:seed ...' of a paper's plan (cached runs are reused)")
-    common(r)
-    r.add_argument('--runs', required=True, type=_run_items)
-    r.add_argument('--workers', default=1, type=positive_int)
-    r.add_argument('--time-limit', default=None, type=time_limit)
-    r.add_argument('--executor', default='process', type=_choice(_EXECUTORS, 'executor'))
-    r.add_argument('--rerun', action='store_true', help='train the named runs again even where a record exists (their weights are elsewhere); what they need is reused where it finished')
-    k = sub.add_parser('park', help="copy unfinished runs' checkpoints into their run folders (parked/, committed; a running run: as of its last epoch end): they resume on another machine")
-    common(k); k.add_argument('--runs', required=True, type=_run_items)
-    s = sub.add_parser('status', help="what a paper's plan has done and has left (no paper: every paper, a line each)")
-    common(s, all_papers=True)
-    c = sub.add_parser('check', help="check make reproduce's arguments and write papermill's parameters")
-    c.add_argument('--scale', default='smoke', type=_choice(SCALES, 'scale'))
-    c.add_argument('--papers', default='', help='space-separated papers (default: all)')
-    c.add_argument('--parts', default='', help='comma-separated parts (default: all)')
-    c.add_argument('--workers', default=1, type=positive_int)
-    c.add_argument('--time-limit', default=None, type=time_limit)
-    c.add_argument('--params-out', default='', help='write the papermill parameters (YAML) here')
-    sub.add_parser('index', help='write tests/run_index.json: the committed runs every plan reads (the key-stability test checks them)')
-    e = sub.add_parser('report', help='execute a notebook with papermill into OUT, replacing OUT only when the whole notebook ran')
-    e.add_argument('--nb', required=True); e.add_argument('--out', required=True)
-    e.add_argument('--params', default='', help='a YAML/JSON file of parameters (what `check --params-out` wrote)')
-    e.add_argument('--failed', default='', help='where a failed execution is kept (default: OUT with .failed)')
-    return ap
-
 # %% ../nbs/08_cli.ipynb #5666dfd2
 _REPORT_TOOLS = ('papermill', 'nbconvert', 'ipykernel')   # what executes the notebooks for `make reproduce` and `make summary`, beyond memlm's own needs
 
-def _missing_report_tools(find: Callable = None) -> list[str]:
-    "The packages of `_REPORT_TOOLS` this Python cannot import (`find`: `importlib.util.find_spec`)."
-    import importlib.util
-    find = find or importlib.util.find_spec
-    return [m for m in _REPORT_TOOLS if find(m) is None]
-
 def _need_report_tools(find: Callable = None):
-    "Stop at once, naming what is missing, before a notebook is executed (a system Python under `NO_VENV=1` may lack them)."
-    if miss := _missing_report_tools(find):
+    """Stop at once, naming what is missing (`find`: `importlib.util.find_spec`), before a notebook is executed (a system Python
+    under `NO_VENV=1` may lack them)."""
+    import importlib.util
+    if miss := [m for m in _REPORT_TOOLS if (find or importlib.util.find_spec)(m) is None]:
         raise SystemExit(f"error: executing the notebooks needs {', '.join(_REPORT_TOOLS)}; missing here: {', '.join(miss)} "
                          f"(pip install {' '.join(miss)}, or run without NO_VENV=1: the venv has them)")
 
@@ -165,9 +124,42 @@ def _execute_report(nb, out, parameters: dict | None = None, cwd: str | None = N
     return out
 
 # %% ../nbs/08_cli.ipynb #b393a486
+_EXECUTORS = ('process', 'local', 'slurm')   # process: this machine's worker pool; local/slurm: submitit jobs
+
 def main(argv=None) -> int:
-    "The command line (`python -m memlm ...`)."
-    a = _parser().parse_args(argv)
+    "The command line (`python -m memlm.cli ...`): one sub-command per thing the Makefile does, every argument checked before any work."
+    ap = argparse.ArgumentParser(prog='python -m memlm.cli', description='Run, check and report memlm plans.')
+    sub = ap.add_subparsers(dest='cmd', required=True)
+    def common(p, seeds=True, all_papers=False):
+        if all_papers: p.add_argument('--paper', default='', type=_choice(['', *papers()], 'paper'), help='one paper (default: every paper, a line each)')
+        else: p.add_argument('--paper', required=True, type=_choice(papers(), 'paper'))
+        p.add_argument('--scale', default='smoke', type=_choice(SCALES, 'scale'))
+        p.add_argument('--data', default='', help='folder with the corpora (default: $MEMLM_DATA, else data/)')
+        if seeds: p.add_argument('--seeds', default=[0, 1, 2], type=_seed_list, help="the plan's seeds (default 0,1,2: what the notebooks read)")
+    r = sub.add_parser('run', help="train the runs 'name:seed ...' of a paper's plan (cached runs are reused)")
+    common(r)
+    r.add_argument('--runs', required=True, type=_run_items)
+    r.add_argument('--workers', default=1, type=positive_int)
+    r.add_argument('--time-limit', default=None, type=time_limit)
+    r.add_argument('--executor', default='process', type=_choice(_EXECUTORS, 'executor'))
+    r.add_argument('--rerun', action='store_true', help='train the named runs again even where a record exists (their weights are elsewhere); what they need is reused where it finished')
+    k = sub.add_parser('park', help="copy unfinished runs' checkpoints into their run folders (parked/, committed; a running run: as of its last epoch end): they resume on another machine")
+    common(k); k.add_argument('--runs', required=True, type=_run_items)
+    s = sub.add_parser('status', help="what a paper's plan has done and has left (no paper: every paper, a line each)")
+    common(s, all_papers=True)
+    c = sub.add_parser('check', help="check make reproduce's arguments and write papermill's parameters")
+    c.add_argument('--scale', default='smoke', type=_choice(SCALES, 'scale'))
+    c.add_argument('--papers', default='', help='space-separated papers (default: all)')
+    c.add_argument('--parts', default='', help='comma-separated parts (default: all)')
+    c.add_argument('--workers', default=1, type=positive_int)
+    c.add_argument('--time-limit', default=None, type=time_limit)
+    c.add_argument('--params-out', default='', help='write the papermill parameters (YAML) here')
+    sub.add_parser('index', help='write tests/run_index.json: the committed runs every plan reads (the key-stability test checks them)')
+    e = sub.add_parser('report', help='execute a notebook with papermill into OUT, replacing OUT only when the whole notebook ran')
+    e.add_argument('--nb', required=True); e.add_argument('--out', required=True)
+    e.add_argument('--params', default='', help='a YAML/JSON file of parameters (what `check --params-out` wrote)')
+    e.add_argument('--failed', default='', help='where a failed execution is kept (default: OUT with .failed)')
+    a = ap.parse_args(argv)
     from memlm import plan as X
     data = a.data or os.environ.get('MEMLM_DATA') or None if hasattr(a, 'data') else None
     if a.cmd in ('run', 'park'):
@@ -194,7 +186,10 @@ def main(argv=None) -> int:
     if a.cmd == 'status':
         print(X.plan_status(a.paper, a.scale, a.seeds, data_path=data) if a.paper else status_overview(a.scale, a.seeds, data)); return 0
     if a.cmd == 'check': _need_report_tools(); _check_reproduce(a); return 0
-    if a.cmd == 'index': print(_write_run_index()); return 0
+    if a.cmd == 'index':
+        path, idx = repo_root()/'tests'/'run_index.json', plan_folders(data_path=os.environ.get('MEMLM_DATA'))
+        path.write_text(json.dumps(idx, indent=1, sort_keys=True) + '\n')
+        print(f'{path}: {sum(map(len, idx.values()))} runs in {len(idx)} plans'); return 0
     if a.cmd == 'report':
         _need_report_tools()
         params = json.loads(Path(a.params).read_text()) if a.params else {}
@@ -215,12 +210,6 @@ def plan_folders(seeds=(0, 1, 2), data_path: str | None = None) -> dict[str, lis
             plan = paper_plan(p, scale, list(seeds), data_path)
             out[f'{scale}/{p}'] = sorted(s.folder for s in plan.specs() if (plan.dir(s)/'record.json').exists() and plan.dir(s).parent == runs)
     return out
-
-def _write_run_index(path: Path | None = None) -> str:
-    path = Path(path or repo_root()/'tests'/'run_index.json')
-    idx = plan_folders(data_path=os.environ.get('MEMLM_DATA'))
-    path.write_text(json.dumps(idx, indent=1, sort_keys=True) + '\n')
-    return f'{path}: {sum(map(len, idx.values()))} runs in {len(idx)} plans'
 
 # %% ../nbs/08_cli.ipynb #8356ac78
 def status_overview(scale: str, seeds=(0, 1, 2), data_path: str | None = None, paper_list=None) -> str:
