@@ -7,19 +7,28 @@ This file is the one module not exported from a notebook: each name below is def
 notebook (`nbs/`)."""
 __version__ = "0.0.1"
 
-from .data import Corpus, load_corpus, batchify
-from .models import AWDLSTM, AWDLSTMConfig, LSTMLM, LSTMLMConfig
-from .train import TrainConfig, fit
-from .tasks import LMTask
-from .evaluate import DynEvalConfig, evaluate, dynamic_evaluate
-from .span_buffer import SNBConfig, SNBTask, SpanBufferLM, snb_extra_loss
-from .phrase_induction import PhraseConfig, with_phrases
-from .short_attention import ShortAttnConfig, ShortAttentionLM
-from .meta_dynamic import MetaConfig, MetaLearner, meta_update
-from .dynamic_skip import SkipLSTM
-from .experiment import load_trained
+_FRONT = {  # name -> the module that defines it; imported on first use, so `python -m memlm.cli` and `import memlm.<module>`
+             # do not pay for the whole front (torch and every paper) before they need it
+    **dict.fromkeys(['Corpus', 'load_corpus', 'batchify'], 'data'),
+    **dict.fromkeys(['AWDLSTM', 'AWDLSTMConfig', 'LSTMLM', 'LSTMLMConfig'], 'models'),
+    **dict.fromkeys(['TrainConfig', 'fit'], 'train'),
+    **dict.fromkeys(['LMTask'], 'tasks'),
+    **dict.fromkeys(['DynEvalConfig', 'evaluate', 'dynamic_evaluate'], 'evaluate'),
+    **dict.fromkeys(['SNBConfig', 'SNBTask', 'SpanBufferLM', 'snb_extra_loss'], 'span_buffer'),
+    **dict.fromkeys(['PhraseConfig', 'with_phrases'], 'phrase_induction'),
+    **dict.fromkeys(['ShortAttnConfig', 'ShortAttentionLM'], 'short_attention'),
+    **dict.fromkeys(['MetaConfig', 'MetaLearner', 'meta_update'], 'meta_dynamic'),
+    **dict.fromkeys(['SkipLSTM'], 'dynamic_skip'),
+    **dict.fromkeys(['load_trained'], 'experiment'),
+}
+__all__ = list(_FRONT)
 
-__all__ = ['Corpus', 'load_corpus', 'batchify', 'AWDLSTM', 'AWDLSTMConfig', 'LSTMLM', 'LSTMLMConfig', 'TrainConfig', 'fit',
-           'LMTask', 'DynEvalConfig', 'evaluate', 'dynamic_evaluate', 'SNBConfig', 'SNBTask', 'SpanBufferLM', 'snb_extra_loss',
-           'PhraseConfig', 'with_phrases', 'ShortAttnConfig', 'ShortAttentionLM', 'MetaConfig', 'MetaLearner', 'meta_update',
-           'SkipLSTM', 'load_trained']
+def __getattr__(name: str):
+    "PEP 562: `memlm.<name>` imports the module that defines it."
+    if name not in _FRONT: raise AttributeError(f"module 'memlm' has no attribute {name!r}")
+    import importlib
+    value = getattr(importlib.import_module(f'.{_FRONT[name]}', __name__), name)
+    globals()[name] = value
+    return value
+
+def __dir__(): return sorted([*globals(), *_FRONT])
