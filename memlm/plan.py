@@ -8,9 +8,9 @@ from fastcore.basics import patch
 
 # %% auto #0
 __all__ = ['TRAIN_TOKENS', 'GPU_BUDGET_MIN', 'Results', 'Plan', 'plan_module', 'paper_plan', 'named', 'park', 'run_log',
-           'gpu_paces', 'GpuBasis', 'fastest_epoch', 'record_metric', 'basis_hours', 'gpu_basis', 'plan_status',
-           'plan_progress', 'mean_sd', 'aggregate', 'paired_diff', 'row_metrics', 'run_lists', 'fmt_ms', 'fmt_change',
-           'matched_epochs', 'matched_epochs_plot']
+           'GpuBasis', 'fastest_epoch', 'record_metric', 'basis_hours', 'gpu_basis', 'plan_status', 'plan_progress',
+           'mean_sd', 'aggregate', 'paired_diff', 'row_metrics', 'run_lists', 'fmt_ms', 'fmt_change', 'matched_epochs',
+           'matched_epochs_plot']
 
 # %% ../nbs/05c_plan.ipynb #80229721
 import json, math, multiprocessing as mp, os, re, shutil, statistics, time, traceback
@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, NamedTuple
 import torch
-from .registry import check_scale, device_kind, get_device, markdown_table, num
+from .registry import check_scale, device_kind, _get_device, markdown_table, num
 from .train import Interrupted
-from .experiment import CorruptRecordError, Spec, _snapshot_dir, ckpt_home, config_dict, ensure_carried, execute, fn_name, key_name, load_record, lock_holder, runs_dir
+from .experiment import CorruptRecordError, Spec, _snapshot_dir, ckpt_home, config_dict, _ensure_carried, execute, _fn_name, key_name, load_record, _lock_holder, runs_dir
 
 # %% ../nbs/05c_plan.ipynb #2c3ddca9
 def _worker_init(threads: int | None):
@@ -132,15 +132,15 @@ class Plan:
         specs = self.specs(parts)
         margin = margin_s if margin_s is not None else (min(120., 0.05 * time_limit_s) if time_limit_s else 0.)
         deadline = t0 + time_limit_s - margin if time_limit_s is not None else None   # 0: start nothing, read the records
-        device = str(device or get_device())
+        device = str(device or _get_device())
         records, remaining, corrupt, todo, elsewhere = {}, [], [], [], []
         for s in specs:
             try: rec = load_record(self.dir(s))
             except CorruptRecordError as e:
                 if not again(s): corrupt.append((s, e)); print(f'skipped: {e}', flush=True); continue
                 rec = None                                                  # trained again: the rerun replaces it
-            if rec is not None and rec['status'] == 'done' and not again(s): records[s.folder] = ensure_carried(s, self.dir(s), rec)
-            elif not wait_locked and (who := lock_holder(self.dir(s))):   # another process trains it now: not waited for
+            if rec is not None and rec['status'] == 'done' and not again(s): records[s.folder] = _ensure_carried(s, self.dir(s), rec)
+            elif not wait_locked and (who := _lock_holder(self.dir(s))):   # another process trains it now: not waited for
                 elsewhere.append((s, who)); print(f'{s.folder}: running elsewhere ({who}); not waited for', flush=True)
             else: todo.append(s)
         lost = {s.folder for s in specs if s.folder in records and self.derived_missing(s)}
@@ -162,7 +162,7 @@ class Plan:
                 records[s.folder] = execute(s, self.dir(s).parent, deadline=deadline, rerun=again(s), device=device)
                 if progress: print(_run_line(records[s.folder], s))
         else:
-            local = sorted({fn_name(s.fn) for s in todo if s.fn.__module__ == '__main__'})
+            local = sorted({_fn_name(s.fn) for s in todo if s.fn.__module__ == '__main__'})
             if local: raise ValueError(f'worker processes cannot import {local}: export experiment functions to a module (or use workers=1)')
             todo = self._waves(todo)
             ngpu = torch.cuda.device_count() if device.startswith('cuda') else 0
@@ -356,7 +356,7 @@ def _speed_key(c: dict) -> str | None:
     parts = {k: plain(v) for k, v in c.items() if isinstance(v, dict) and v and k not in ('model', 'train')}
     return json.dumps([plain(c['model']), t['batch_size'], t['bptt'], parts], sort_keys=True)
 
-def gpu_paces(results: Path) -> dict[str, list[dict]]:
+def _gpu_paces(results: Path) -> dict[str, list[dict]]:
     """{speed key: paces} from every finished record under `results` (all scales and papers) that ran on a GPU: a trained run's hours
     per epoch (`h_epoch`), or a throughput record's training tokens/s of the model (`tps`), each with its device."""
     out = {}
@@ -371,7 +371,7 @@ def gpu_paces(results: Path) -> dict[str, list[dict]]:
     return out
 
 def _gpu_hours(spec: Spec, paces: dict) -> tuple[float, str] | None:
-    """(hours, where from) a run may need on one GPU, from `gpu_paces`: runs of the same model, batch and BPTT (median hours per epoch
+    """(hours, where from) a run may need on one GPU, from `_gpu_paces`: runs of the same model, batch and BPTT (median hours per epoch
     x this run's epochs), else a throughput record of it (its tokens/s over this run's training tokens x its epochs: an extrapolation
     that leaves evaluation out); None without either, or without the run's epochs."""
     c = config_dict(spec.cfg); cap = _epoch_cap(spec); ps = paces.get(_speed_key(c) or '', [])
@@ -432,7 +432,7 @@ def status_rows(self: Plan, parts=None, problems: list | None = None) -> list[di
     runs of the same model took on a GPU (`_gpu_hours`), else None; at gpu scale its paper's `GPU_BASIS` (`basis_hours`: alone on one
     GPU) comes first, and a run without any is 'unknown: never timed on a GPU'; `est_from` says which."""
     rows, names, hours, specs, when = [], [], {}, self.specs(parts), {}
-    paces = gpu_paces(self.root.parents[2]) if self.scale in ('gpu', 'paper') else {}   # the GPU records beside this plan's results
+    paces = _gpu_paces(self.root.parents[2]) if self.scale in ('gpu', 'paper') else {}   # the GPU records beside this plan's results
     for s in specs:
         d = self.dir(s)
         try: r = load_record(d) or {}
@@ -444,7 +444,7 @@ def status_rows(self: Plan, parts=None, problems: list | None = None) -> list[di
         here = ckpt_home(d).exists(); lost = r.get('status') == 'incomplete' and not here and not (d/'parked').is_dir()   # checkpoints elsewhere
         if status is None and r.get('status') == 'incomplete' and not here:
             status = 'incomplete (checkpoints not here: starts over)' if lost else 'incomplete (parked: resumes here)'
-        if status is None and (who := lock_holder(d)): status = f'running ({who})'
+        if status is None and (who := _lock_holder(d)): status = f'running ({who})'
         status = status or r.get('status') or ('interrupted (checkpointed)' if here else 'parked (resumes here)' if (d/'parked').is_dir() else 'not started')
         if status == 'done' and (h := _run_hours(r)): hours.setdefault(s.name, []).append(h)
         names.append(s.name)
