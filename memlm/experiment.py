@@ -125,7 +125,7 @@ class Spec:
     needs: tuple = ()                # runs that must finish first (e.g. the model this run evaluates); not part of the key
     home: str | None = None          # the paper whose runs folder holds the run when another plan owns it (a shared baseline); not part of the key
     label: str = ''                  # its row in this plan's tables (default: `name`); not part of the key
-    carry: bool = False              # keep its best weights in the run folder, committed (`_carry_weights`): other runs load them on a fresh checkout; not part of the key
+    carry: bool = False              # keep its best weights in the run folder, committed (`_keep_weights`): other runs load them on a fresh checkout; not part of the key
     derived: tuple = ()              # files of its run folder that the runs needing it read and git does not keep ('stats.pt'): made again on a fresh checkout (`Plan.run`); not part of the key
     def __post_init__(self):
         if not callable(self.fn) or '<locals>' in self.fn.__qualname__ or self.fn.__name__ == '<lambda>':
@@ -275,14 +275,18 @@ def runs_dir(paper: str, scale: str, root: Path | None = None) -> Path:
     return Path(root or results_dir())/check_scale(scale)/paper/'runs'
 
 # %% ../nbs/05_experiment.ipynb #4c8b6a6b
-def _keep_weights(run_dir) -> dict:
+def _keep_weights(run_dir, carry: bool = False) -> dict:
     """Save each stage's best weights as an fp16 `state_dict` (`weights.fp16.pt`, git-ignored, beside its checkpoints): what a
-    finished run keeps for later readers (the context probe, a GPU campaign's archive), at half the size. Returns {stage: bytes}."""
+    finished run keeps for later readers (the context probe, a GPU campaign's archive), at half the size. `carry`: instead copy
+    them exact (fp32, as trained) into the run folder (`_carried_path`), where they are committed with the record: a run whose
+    weights later runs load (an LM that meta-learning or dynamic evaluation reads) survives a fresh checkout, which the
+    git-ignored checkpoints do not, and the later runs' numbers are those of the trained model. Returns {stage: bytes}."""
     out = {}
     for best in sorted(ckpt_home(run_dir).glob('*/best.pt')):
         sd = torch.load(best, map_location='cpu', weights_only=True)['model']
-        half = {k: v.half() if v.is_floating_point() else v for k, v in sd.items()}
-        dst = save_checkpoint(half, best.with_name('weights.fp16.pt')); out[best.parent.name] = dst.stat().st_size   # atomic, as every checkpoint
+        dst = (save_checkpoint(dict(model=sd), _carried_path(run_dir, best.parent.name)) if carry else   # atomic, as every checkpoint
+               save_checkpoint({k: v.half() if v.is_floating_point() else v for k, v in sd.items()}, best.with_name('weights.fp16.pt')))
+        out[best.parent.name] = dst.stat().st_size
     return out
 
 # %% ../nbs/05_experiment.ipynb #16b73b75
@@ -295,21 +299,10 @@ def _carried_path(run_dir, stage: str = 'train') -> Path:
     "Where a carried run keeps a stage's best weights: `<run folder>/weights-<stage>.pt`, beside its record (committed)."
     return Path(run_dir)/f'weights-{stage}.pt'
 
-def _carry_weights(run_dir) -> dict:
-    """Copy each stage's best weights (fp32, as trained) from the checkpoints into the run folder (`_carried_path`), where they are
-    committed with the record: a run whose weights later runs load (an LM that meta-learning or dynamic evaluation reads) survives a
-    fresh checkout, which the git-ignored checkpoints do not. Exact, not fp16: the later runs' numbers are those of the trained model.
-    Returns {stage: bytes}."""
-    out = {}
-    for best in sorted(ckpt_home(run_dir).glob('*/best.pt')):
-        sd = torch.load(best, map_location='cpu', weights_only=True)['model']
-        dst = save_checkpoint(dict(model=sd), _carried_path(run_dir, best.parent.name)); out[best.parent.name] = dst.stat().st_size
-    return out
-
 def _ensure_carried(spec, d, rec: dict) -> dict:
     "The finished record `rec` of `spec` in folder `d`, its weights carried first where `spec.carry` asks and it finished before (`execute`, `Plan.run`)."
     if spec.carry and not rec.get('carried') and any(ckpt_home(d).glob('*/best.pt')):
-        with run_lock(Path(d)): rec['carried'] = _carry_weights(d); write_json(Path(d)/'record.json', rec)
+        with run_lock(Path(d)): rec['carried'] = _keep_weights(d, carry=True); write_json(Path(d)/'record.json', rec)
     return rec
 
 
@@ -336,7 +329,7 @@ def final_weights(run_dir, model, stage: str = 'train'):
 
 # %% ../nbs/05_experiment.ipynb #2bc59552
 def best_checkpoint(run_dir, stage: str = 'train') -> Path:
-    """The best-validation checkpoint a finished run left: its `best.pt`, else its carried copy (`_carry_weights`); a clear error
+    """The best-validation checkpoint a finished run left: its `best.pt`, else its carried copy (`_keep_weights`); a clear error
     where there is neither (checkpoints are not committed)."""
     path = ckpt_home(run_dir)/stage/'best.pt'
     if path.exists(): return path
@@ -673,7 +666,7 @@ def _execute_locked(spec, root, d, rec, deadline, rerun, device) -> dict:
         # files made again on a fresh checkout): the runs made from its first finish are not stale (`Plan.status_rows`)
     elif replaces is not None: rec['replaces'] = replaces              # new numbers (or not finished yet): what the finish it replaces recorded
     if status == 'done': rec['kept_weights'] = _keep_weights(d); shutil.rmtree(d/'parked', ignore_errors=True)
-    if status == 'done' and spec.carry: rec['carried'] = _carry_weights(d)
+    if status == 'done' and spec.carry: rec['carried'] = _keep_weights(d, carry=True)
     write_json(d/'record.json', rec)
     (d/'.session').unlink(missing_ok=True)
     if isinstance(stopped, Interrupted): raise stopped                 # Ctrl-C / kill: recorded and checkpointed; the caller stops too
@@ -682,13 +675,12 @@ def _execute_locked(spec, root, d, rec, deadline, rerun, device) -> dict:
 # %% ../nbs/05_experiment.ipynb #f28fc0e5
 def global_reads(ns: dict) -> dict[str, list[str]]:
     "Functions defined in a notebook namespace that read notebook variables (data, not modules/callables/CONSTANTS)."
-    import dis, types
-    def is_code_like(v): return isinstance(v, types.ModuleType) or callable(v)
+    import dis
     def scan(code, bad):
         for ins in dis.get_instructions(code):
-            if ins.opname in ('LOAD_GLOBAL', 'LOAD_NAME') and ins.argval in ns:
-                g = ins.argval
-                if not (is_code_like(ns[g]) or g.isupper() or g.startswith('__')): bad.add(g)
+            g = ins.argval
+            if ins.opname in ('LOAD_GLOBAL', 'LOAD_NAME') and g in ns and not (
+                    isinstance(ns[g], types.ModuleType) or callable(ns[g]) or g.isupper() or g.startswith('__')): bad.add(g)
         for c in code.co_consts:
             if isinstance(c, types.CodeType): scan(c, bad)
     fns = {k: v for k, v in ns.items() if isinstance(v, types.FunctionType) and v.__module__ == '__main__'}

@@ -13,7 +13,7 @@ __all__ = ['TRAIN_TOKENS', 'GPU_BUDGET_MIN', 'Results', 'Plan', 'plan_module', '
            'matched_epochs_plot']
 
 # %% ../nbs/05c_plan.ipynb #80229721
-import json, math, multiprocessing as mp, os, re, shutil, statistics, time, traceback
+import json, math, multiprocessing as mp, os, shutil, statistics, time, traceback
 from datetime import datetime
 from collections.abc import Collection
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -23,7 +23,8 @@ from typing import Callable, NamedTuple
 import torch
 from .registry import check_scale, device_kind, _get_device, markdown_table, num
 from .train import Interrupted
-from .experiment import CorruptRecordError, Spec, _snapshot_dir, ckpt_home, config_dict, _ensure_carried, execute, _fn_name, key_name, load_record, _lock_holder, runs_dir
+from .experiment import (CorruptRecordError, Spec, _RUN_FOLDER, _snapshot_dir, ckpt_home, config_dict, _ensure_carried, execute,
+    _fn_name, key_name, load_record, _lock_holder, runs_dir)
 
 # %% ../nbs/05c_plan.ipynb #2c3ddca9
 def _worker_init(threads: int | None):
@@ -41,9 +42,6 @@ class Results(dict):
         super().__init__(records); self.specs, self.remaining, self.corrupt, self.elsewhere = specs, remaining, [], []
     def __getitem__(self, spec): return super().__getitem__(spec.folder if isinstance(spec, Spec) else spec)
     def done(self, spec: Spec) -> bool: return spec.folder in self and dict.__getitem__(self, spec.folder)['status'] == 'done'
-    def metrics(self, specs: list[Spec]) -> list[dict]:
-        "The metrics of those `specs` that finished (in order)."
-        return [self[s]['metrics'] for s in specs if self.done(s)]
     def by_name(self, specs: list[Spec]) -> dict[str, list[dict]]:
         "The finished runs' metrics grouped by run name (a table's rows; the seeds are the list)."
         out = {}
@@ -117,10 +115,10 @@ class Plan:
         return any(not (self.dir(s)/f).exists() for f in s.derived)
 
     def run(self, parts=None, *, workers: int = 1, time_limit_s: float | None = None, rerun: bool | Collection[str] = False,
-            device=None, margin_s: float | None = None, progress: bool = True, wait_locked: bool = False, corrupt_ok: bool = False) -> Results:
+            device=None, margin_s: float | None = None, progress: bool = True, corrupt_ok: bool = False) -> Results:
         """Execute the missing runs of `parts`; returns their records (and what remains when the time limit hits). A run another
-        process trains now (its folder locked) is left to it and listed in `Results.elsewhere` with the process that holds it
-        (`wait_locked=True`: wait for it), so a report rendered during a campaign does not block. A corrupt record of a run to be
+        process trains now (its folder locked) is left to it and listed in `Results.elsewhere` with the process that holds it,
+        so a report rendered during a campaign does not block. A corrupt record of a run to be
         trained again (`rerun`, every smoke run) is replaced; any other raises `CorruptRecordError` naming each file once the other
         runs are done (`corrupt_ok`: listed in `Results.corrupt` instead). `rerun`: True retrains every run of `parts`, a collection of run folders
         only those (what they extend or need is reused where it has finished)."""
@@ -140,7 +138,7 @@ class Plan:
                 if not again(s): corrupt.append((s, e)); print(f'skipped: {e}', flush=True); continue
                 rec = None                                                  # trained again: the rerun replaces it
             if rec is not None and rec['status'] == 'done' and not again(s): records[s.folder] = _ensure_carried(s, self.dir(s), rec)
-            elif not wait_locked and (who := _lock_holder(self.dir(s))):   # another process trains it now: not waited for
+            elif who := _lock_holder(self.dir(s)):   # another process trains it now: not waited for
                 elsewhere.append((s, who)); print(f'{s.folder}: running elsewhere ({who}); not waited for', flush=True)
             else: todo.append(s)
         lost = {s.folder for s in specs if s.folder in records and self.derived_missing(s)}
@@ -164,11 +162,9 @@ class Plan:
         else:
             local = sorted({_fn_name(s.fn) for s in todo if s.fn.__module__ == '__main__'})
             if local: raise ValueError(f'worker processes cannot import {local}: export experiment functions to a module (or use workers=1)')
-            todo = self._waves(todo)
             ngpu = torch.cuda.device_count() if device.startswith('cuda') else 0
-            ctx = mp.get_context('spawn')
-            with ProcessPoolExecutor(workers, mp_context=ctx, initializer=_worker_init, initargs=(None if ngpu else 1,)) as ex:
-                for wave in todo:
+            with ProcessPoolExecutor(workers, mp_context=mp.get_context('spawn'), initializer=_worker_init, initargs=(None if ngpu else 1,)) as ex:
+                for wave in self._waves(todo):
                     futs = {}
                     for i, s in enumerate(wave):
                         if late(s) or not self._ready(s, records): remaining.append(s); continue
@@ -200,6 +196,11 @@ class Plan:
 # %% ../nbs/05c_plan.ipynb #e166cc15
 def _requires(s: Spec) -> list[Spec]: return ([s.extends] if s.extends is not None else []) + list(s.needs)
 
+def _readable(d: Path) -> dict:
+    "The record of the run in folder `d`, or {} where it has none or it cannot be read (a `CorruptRecordError`)."
+    try: return load_record(d) or {}
+    except CorruptRecordError: return {}
+
 # %% ../nbs/05c_plan.ipynb #f54d821d
 def _run_line(rec: dict, s: Spec) -> str:
     m = rec.get('metrics') or {}
@@ -207,11 +208,9 @@ def _run_line(rec: dict, s: Spec) -> str:
     return f"  {s.folder}: {rec['status']}, {rec.get('epochs')} epochs ({rec.get('stop_reason')}), {rec['train_time_s']:.0f}s train; {shown}"
 
 # %% ../nbs/05c_plan.ipynb #9282ca21
-_FOLDER = re.compile(r'^(.+)-s(-?[0-9]+)-[0-9a-f]{10}$')     # a run folder: <name>-s<seed>-<key>
-
 def _run_item(it: str) -> tuple[str, int]:
     "'name:seed' -> (name, seed); a run folder '<name>-s<seed>-<key>' -> (the folder, seed)."
-    if m := _FOLDER.match(it): return it, int(m.group(2))
+    if m := _RUN_FOLDER.match(it): return it, int(m.group(2))
     name, sep, seed = it.rpartition(':')
     if not sep or not seed.lstrip('-').isdigit(): raise ValueError(f"run {it!r}: expected 'name:seed', e.g. 'lstm:0', or a run folder")
     return name, int(seed)
@@ -229,7 +228,7 @@ def select(self: Plan, items: list[str]) -> Plan:
     names = sorted({n for n, _ in by})
     out = []
     for name, seed in map(_run_item, items):
-        if _FOLDER.match(name):
+        if _RUN_FOLDER.match(name):
             if (s := self.by_folder(name)) is None: raise ValueError(f'no run of {self.paper} ({self.scale}) has the folder {name!r}')
             out.append(s); continue
         if name not in names: raise ValueError(f"unknown run name {name!r} in {self.paper} ({self.scale}); valid names: {', '.join(names)}")
@@ -337,9 +336,8 @@ def _former_hours(d: Path, spec: Spec) -> float | None:
     est = []
     for f in [*d.parent.glob(f'{spec.name}-s*-*'), *(d.parent.parent/'archive').glob(f'{spec.name}-s*-*')]:
         if f.name.rsplit('-', 1)[-1] == spec.key: continue                  # its own key: its seeds count as such
-        try: r = load_record(f)
-        except CorruptRecordError: continue
-        if not r or r.get('status') != 'done' or r.get('fn') != key_name(spec.fn): continue
+        r = _readable(f)
+        if r.get('status') != 'done' or r.get('fn') != key_name(spec.fn): continue
         if device_kind((r.get('provenance') or {}).get('device')) != 'cpu' or not (h := _run_hours(r)): continue
         est.append(h / r['epochs'] * cap if r.get('epochs') and (cap := _epoch_cap(spec)) else h)
     return statistics.median(est) if est else None
@@ -361,8 +359,7 @@ def _gpu_paces(results: Path) -> dict[str, list[dict]]:
     per epoch (`h_epoch`), or a throughput record's training tokens/s of the model (`tps`), each with its device."""
     out = {}
     for f in Path(results).glob('*/*/runs/*/record.json'):
-        try: r = json.loads(f.read_text())
-        except (OSError, ValueError): continue
+        r = _readable(f.parent)
         dev = (r.get('provenance') or {}).get('device')
         if r.get('status') != 'done' or device_kind(dev) != 'gpu' or not (k := _speed_key(r.get('config') or {})): continue
         m = r.get('metrics') if isinstance(r.get('metrics'), dict) else {}
@@ -397,9 +394,7 @@ def fastest_epoch(d: Path) -> tuple[float, str] | None:
     "(seconds, device) of the fastest training epoch logged in run folder `d` (`train.log.jsonl`); None without a logged epoch."
     ts = [e['time_s'] for e in run_log(d) if 'epoch' in e and e.get('time_s')]
     if not ts: return None
-    try: r = load_record(d) or {}
-    except CorruptRecordError: r = {}
-    return min(ts), (r.get('provenance') or {}).get('device') or 'a GPU'
+    return min(ts), (_readable(d).get('provenance') or {}).get('device') or 'a GPU'
 
 def record_metric(root: Path, ref: str, key: str) -> float:
     "Metric `key` of the record in `root/ref` (a throughput ratio a `GpuBasis` factor is made of)."
@@ -431,7 +426,7 @@ def status_rows(self: Plan, parts=None, problems: list | None = None) -> list[di
     hours of the same run's finished seeds, else what a former run of its name took on a CPU (`_former_hours`), at gpu and paper scale what
     runs of the same model took on a GPU (`_gpu_hours`), else None; at gpu scale its paper's `GPU_BASIS` (`basis_hours`: alone on one
     GPU) comes first, and a run without any is 'unknown: never timed on a GPU'; `est_from` says which."""
-    rows, names, hours, specs, when = [], [], {}, self.specs(parts), {}
+    rows, hours, specs, when = [], {}, self.specs(parts), {}
     paces = _gpu_paces(self.root.parents[2]) if self.scale in ('gpu', 'paper') else {}   # the GPU records beside this plan's results
     for s in specs:
         d = self.dir(s)
@@ -440,31 +435,29 @@ def status_rows(self: Plan, parts=None, problems: list | None = None) -> list[di
             r = dict(status='corrupt')
             if problems is None: print(e, flush=True)
             elif str(e) not in problems: problems.append(str(e))    # each file once (`problems`: the caller says them)
-        status = r.get('status') if r.get('status') not in (None, 'incomplete') else None
-        here = ckpt_home(d).exists(); lost = r.get('status') == 'incomplete' and not here and not (d/'parked').is_dir()   # checkpoints elsewhere
-        if status is None and r.get('status') == 'incomplete' and not here:
-            status = 'incomplete (checkpoints not here: starts over)' if lost else 'incomplete (parked: resumes here)'
-        if status is None and (who := _lock_holder(d)): status = f'running ({who})'
-        status = status or r.get('status') or ('interrupted (checkpointed)' if here else 'parked (resumes here)' if (d/'parked').is_dir() else 'not started')
+        st, here, parked = r.get('status'), ckpt_home(d).exists(), (d/'parked').is_dir()
+        lost = st == 'incomplete' and not here and not parked                       # checkpoints elsewhere
+        if st in ('done', 'corrupt'): status = st
+        elif st == 'incomplete' and not here: status = f"incomplete ({'checkpoints not here: starts over' if lost else 'parked: resumes here'})"
+        elif who := _lock_holder(d): status = f'running ({who})'
+        else: status = st or ('interrupted (checkpointed)' if here else 'parked (resumes here)' if parked else 'not started')
         if status == 'done' and (h := _run_hours(r)): hours.setdefault(s.name, []).append(h)
-        names.append(s.name)
         if status == 'done' and (date := (r.get('provenance') or {}).get('date')): when[s.folder] = datetime.fromisoformat(date)
         rows.append(dict(run=s.folder, home=s.home or self.paper, status=status,
                          epochs=r.get('epochs') if status == 'done' else (_logged_epochs(d) if d.exists() else None),
                          stopped=r.get('stop_reason'), train_h=round(r['train_time_s'] / 3600, 2) if r.get('train_time_s') else None,
                          est_h=(est := None if status == 'done' else _hours_left(r, from_start=lost)), device=(r.get('provenance') or {}).get('device'),
                          est_from='its own log' if est else None))
-    for row, name, s in zip(rows, names, specs):
-        if row['status'] == 'done' or row['est_h'] is not None: continue
-        if self.scale == 'gpu' and (b := gpu_basis(s, getattr(plan_module(s.home or self.paper), 'GPU_BASIS', {}))) \
+    for row, s in zip(rows, specs):
+        if row['status'] == 'done' or row['est_h'] is not None: pass
+        elif self.scale == 'gpu' and (b := gpu_basis(s, getattr(plan_module(s.home or self.paper), 'GPU_BASIS', {}))) \
                 and (g := basis_hours(s, b, self.root.parents[2])): row['est_h'], row['est_from'] = g   # alone on one GPU: before seeds that shared it
-        elif name in hours: row['est_h'], row['est_from'] = statistics.median(hours[name]), 'its finished seeds'
+        elif s.name in hours: row['est_h'], row['est_from'] = statistics.median(hours[s.name]), 'its finished seeds'
         elif (h := _former_hours(self.dir(s), s)) is not None: row['est_h'], row['est_from'] = h, 'a former run of its name'
         elif g := _gpu_hours(s, paces): row['est_h'], row['est_from'] = g
         elif self.scale == 'gpu': row['est_from'] = 'unknown: never timed on a GPU'
-    for row in rows:
         if row['est_h']: row['est_h'] = round(row['est_h'], 2)
-    for row, s in zip(rows, specs):                   # a run made from a need that was trained again after it: its numbers are the old need's
+        # a run made from a need that was trained again after it: its numbers are the old need's
         newer = [r.folder for r in s.needs if s.folder in when and when.get(r.folder, when[s.folder]) > when[s.folder]]
         if newer: row['status'] = f"stale ({', '.join(newer)} finished after it; RERUN=1)"
     return rows
@@ -486,13 +479,8 @@ def plan_status(paper: str, scale: str, seeds=(0, 1, 2), data_path: str | None =
 def plan_progress(plan: Plan, res: Results | None = None) -> dict:
     """How far `plan` is: `done` of its `total` runs (all parts, with what they extend or need) finished, in `res` or on disk;
     `waiting`: part -> its runs not done (parts with none left out); `banner`: the line a report opens with ('' when all are done)."""
-    def done(s: Spec) -> bool:
-        if res is not None and res.done(s): return True
-        try: r = load_record(plan.dir(s))
-        except CorruptRecordError: return False
-        return bool(r) and r.get('status') == 'done'
     specs = plan.specs()
-    ok = {s.folder for s in specs if done(s)}
+    ok = {s.folder for s in specs if res is not None and res.done(s) or _readable(plan.dir(s)).get('status') == 'done'}
     waiting = {p: n for p in plan.parts if (n := sum(s.folder not in ok for s in plan.specs([p])))}
     banner = (f"{len(ok)} of {len(specs)} runs of this plan are done; the missing rows wait for "
               + ', '.join(f"{p} ({n} run{'s' if n != 1 else ''})" for p, n in waiting.items())) if waiting else ''
@@ -541,10 +529,8 @@ def fmt_ms(metrics: dict, key: str, digits: int = 1, unit: str = '') -> str:
     v = metrics.get(key)
     if v is None: return '(not run)'
     sd, n = metrics.get(f'{key}_std'), metrics.get(f'{key}_n')
-    out = f'{num(v, digits)}{unit}'
-    if n and n > 1: out = f'{num(v, digits)} ± {num(sd, digits)}{unit} ({n} seeds)'
-    elif n == 1: out += ' (1 seed)'
-    return out
+    if n and n > 1: return f'{num(v, digits)} ± {num(sd, digits)}{unit} ({n} seeds)'
+    return f'{num(v, digits)}{unit}' + (' (1 seed)' if n == 1 else '')
 
 def fmt_change(metrics: dict, key: str, digits: int = 2, unit: str = ' %', words: tuple = ('lower', 'higher')) -> str:
     """A signed change `<key>` of a record as words: '1.45 % higher (sd 0.22, 3 seeds)', its sign read as `words` (below zero,

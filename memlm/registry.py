@@ -42,9 +42,8 @@ def _seed_everything(seed: int) -> None:
     except ImportError: pass
 
 # %% ../nbs/01_registry.ipynb #ba990458
-def _get_device(prefer: str | None = None) -> torch.device:
-    "`prefer` if given, else CUDA when available, else CPU."
-    if prefer: return torch.device(prefer)
+def _get_device() -> torch.device:
+    "CUDA when available, else CPU."
     return torch.device('cuda' if torch.cuda.is_available() else 'cpu')
 
 # %% ../nbs/01_registry.ipynb #655a7d5c
@@ -151,7 +150,7 @@ def json_float(x):
 # %% ../nbs/01_registry.ipynb #1b659fa4
 @dataclass
 class Experiment:
-    "One execution of a paper notebook at one scale: writes results, logs, tables and figures with provenance."
+    "One execution of a paper notebook at one scale: writes results, tables and figures with provenance."
     paper: str                                   # short name, e.g. 'dynamic_skip' (the notebook's name)
     scale: str = 'smoke'                         # one of SCALES
     seeds: list = field(default_factory=list)    # the seeds this run uses
@@ -164,18 +163,11 @@ class Experiment:
         self.out = results_dir()/self.scale/self.paper/('partial' if self.partial else '')
         self.figs = figures_dir()/self.scale/('partial' if self.partial else '')
 
-    def record(self, name: str, metrics: dict, wall_time: float | None = None, **extra) -> Path:
+    def record(self, name: str, metrics: dict, **extra) -> Path:
         "Write `metrics` with provenance to `results/<scale>/<paper>/<name>.json`."
-        rec = dict(paper=self.paper, name=name, scale=self.scale, metrics=metrics, seeds=self.seeds,
-                   params=self.params, wall_time_s=round(wall_time if wall_time is not None else time.time() - self.t0, 2),
-                   provenance=provenance(self.device), **extra)
+        rec = dict(paper=self.paper, name=name, scale=self.scale, metrics=metrics, seeds=self.seeds, params=self.params,
+                   wall_time_s=round(time.time() - self.t0, 2), provenance=provenance(self.device), **extra)
         return write_json(self.out/f'{name}.json', rec)
-
-    def log(self, name: str, **metrics) -> None:
-        "Append one line of metrics (e.g. one epoch) to `<name>.log.jsonl` (`name` may contain folders)."
-        path = self.out/f'{name}.log.jsonl'; path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, 'a') as f:
-            f.write(json.dumps(_jsonable(dict(time=round(time.time() - self.t0, 2), **metrics))) + '\n')
 
     def load(self, name: str, former: bool = False) -> dict | None:
         """The record `name` of this paper and scale, or None; None too where runs behind it are archived (a former recipe's,
@@ -197,11 +189,6 @@ def _load_result(paper: str, name: str, scale: str) -> dict | None:
     "Read `results/<scale>/<paper>/<name>.json`, or None if it does not exist."
     p = results_dir()/check_scale(scale)/paper/f'{name}.json'
     return json.loads(p.read_text()) if p.exists() else None
-
-def _read_log(paper: str, name: str, scale: str) -> list[dict]:
-    "The lines written by `Experiment.log(name, ...)`."
-    p = results_dir()/check_scale(scale)/paper/f'{name}.log.jsonl'
-    return [json.loads(l) for l in p.read_text().splitlines() if l.strip()] if p.exists() else []
 
 # %% ../nbs/01_registry.ipynb #b16f171d
 def num(v: float, digits: int = 2) -> str:
