@@ -44,19 +44,14 @@ class Results(dict):
     def done(self, spec: Spec) -> bool: return spec.folder in self and dict.__getitem__(self, spec.folder)['status'] == 'done'
     def by_name(self, specs: list[Spec]) -> dict[str, list[dict]]:
         "The finished runs' metrics grouped by run name (a table's rows; the seeds are the list)."
-        out = {}
-        for s in specs:
-            if self.done(s): out.setdefault(s.row, []).append(self[s]['metrics'])
-        return out
+        return {row: [self[s]['metrics'] for s in specs if s.row == row and self.done(s)] for row in self._rows(specs)}
     def seeds(self, specs: list[Spec]) -> dict[int, dict]:
         "The finished runs' metrics by seed (the specs of one table row)."
         return {s.seed: self[s]['metrics'] for s in specs if self.done(s)}
     def by_seed(self, specs: list[Spec]) -> dict[str, dict[int, dict]]:
         "The finished runs' metrics by run name, then seed: what `paired_diff` compares."
-        out = {}
-        for s in specs:
-            if self.done(s): out.setdefault(s.row, {})[s.seed] = self[s]['metrics']
-        return out
+        return {row: self.seeds([s for s in specs if s.row == row]) for row in self._rows(specs)}
+    def _rows(self, specs: list[Spec]) -> list[str]: return list(dict.fromkeys(s.row for s in specs if self.done(s)))
     def table_metrics(self, specs: list[Spec], keys=None) -> dict:
         "`row_metrics` of every name among `specs`: what an aggregated record holds."
         return {k: v for name, ms in self.by_name(specs).items() for k, v in row_metrics(name, ms, keys).items()}
@@ -499,11 +494,7 @@ def aggregate(metrics: list[dict], keys=None) -> dict:
     if not metrics: return {}
     keys = keys or [k for k, v in metrics[0].items() if isinstance(v, (int, float)) and not isinstance(v, bool)
                     and all(k in m for m in metrics)]
-    out = {}
-    for k in keys:
-        mu, sd = mean_sd(m[k] for m in metrics)
-        out[k] = dict(mean=mu, sd=sd, n=len(metrics))
-    return out
+    return {k: dict(zip(('mean', 'sd'), mean_sd(m[k] for m in metrics)), n=len(metrics)) for k in keys}
 
 def paired_diff(name: str, a: dict[int, dict], b: dict[int, dict], key: str, relative: bool = False) -> dict:
     "`name`, `name_std`, `name_n`: over the seeds both rows have, `a[seed][key] - b[seed][key]` (relative: `100 (a/b - 1)`); {} if none."
@@ -514,10 +505,7 @@ def paired_diff(name: str, a: dict[int, dict], b: dict[int, dict], key: str, rel
 
 def row_metrics(row: str, metrics: list[dict], keys=None) -> dict:
     "Aggregated metrics flattened for a record: `<row>/<key>`, `<row>/<key>_std`, `<row>/<key>_n`."
-    out = {}
-    for k, a in aggregate(metrics, keys).items():
-        out[f'{row}/{k}'], out[f'{row}/{k}_std'], out[f'{row}/{k}_n'] = a['mean'], a['sd'], a['n']
-    return out
+    return {f'{row}/{k}{end}': a[x] for k, a in aggregate(metrics, keys).items() for end, x in (('', 'mean'), ('_std', 'sd'), ('_n', 'n'))}
 
 def run_lists(res: 'Results', specs: list[Spec]) -> dict:
     "`runs` (finished) and `missing` (unfinished) folders of `specs`, for `Experiment.record(..., **run_lists(res, specs))`."
