@@ -9,7 +9,7 @@ from dataclasses import MISSING, dataclass, field, fields, is_dataclass, asdict,
 from pathlib import Path
 from typing import Any, Callable
 import torch
-from .registry import (check_scale, results_dir, provenance, write_json, _jsonable, json_float, _get_device,
+from .registry import (check_scale, results_dir, provenance, write_json, write_text, _jsonable, json_float, _get_device,
                             _seed_everything, _keep_freed_memory, _flush_denormals)
 from .train import fit, save_checkpoint, TimeLimitReached, Interrupted, TrainConfig
 
@@ -196,8 +196,7 @@ class RunContext:
         self.current, self.caps[stage] = stage, cfg.epochs
         hist = fit(model, task, cfg, ckpt_dir=self.ckpt_dir(stage), log=self.log, name=stage, deadline=self.deadline, **kw)
         if self.dir is not None:                                # the exact history, also if the process died between epochs
-            tmp = self.log_path(stage).with_suffix('.tmp'); tmp.write_text(''.join(json.dumps(_jsonable(h)) + '\n' for h in hist))
-            os.replace(tmp, self.log_path(stage))
+            write_text(self.log_path(stage), ''.join(json.dumps(_jsonable(h)) + '\n' for h in hist))
         self.fits.append(_fit_summary(hist, cfg.epochs, stage))
         return hist
     def step(self, stage: str, key: str, fn: Callable[[], Any]) -> Any:
@@ -232,7 +231,6 @@ class ToyConfig:
 
 def toy_regression(cfg: ToyConfig, seed: int, ctx: RunContext) -> dict:
     "Fit an MLP to y = sin(x @ w); returns the best validation loss and the final training loss."
-    from memlm.train import TrainConfig
     from memlm.tasks import BatchTask
     g = torch.Generator().manual_seed(1234)                    # the data do not depend on the seed
     w = torch.randn(cfg.dim, 1, generator=g)
