@@ -68,9 +68,8 @@ def submit_plan(plan: Plan, parts=None, *, executor: str = 'local', folder: Path
     todo = [s for s in specs if (load_record(plan.dir(s)) or {}).get('status') != 'done']
     if progress: print(f'{plan.paper} ({plan.scale}): {len(specs) - len(todo)} of {len(specs)} runs reused from their records, '
                        f'{len(todo)} to submit ({executor} executor, jobs in {folder})', flush=True)
-    failed = []
-    for wave in (plan._waves(todo) if todo else []):
-        device = 'cuda' if res.gpus else 'cpu'
+    failed, device = [], 'cuda' if res.gpus else 'cpu'
+    for wave in plan._waves(todo):
         with ex.batch():                                               # one job array per wave
             jobs = [ex.submit(_RunJob(s, plan.dir(s).parent, device, threads=None if res.gpus else res.cpus)) for s in wave]
         if on_submit: on_submit(jobs, wave)
@@ -80,4 +79,4 @@ def submit_plan(plan: Plan, parts=None, *, executor: str = 'local', folder: Path
                 if progress: print(f"  {s.folder}: {rec['status']} (job {j.job_id}, {rec['sessions']} session(s))", flush=True)
             except Exception as e: failed.append(s.folder); print(f'  {s.folder}: job {j.job_id} failed: {str(e)[-500:]}', flush=True)
     if failed: raise RuntimeError(f'{len(failed)} job(s) failed: {failed}; their logs are in {folder}')
-    return plan.finished(None, parts) if parts is not None else plan.finished()
+    return plan.finished(None, parts)

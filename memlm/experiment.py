@@ -9,17 +9,15 @@ from dataclasses import MISSING, dataclass, field, fields, is_dataclass, asdict,
 from pathlib import Path
 from typing import Any, Callable
 import torch
-from .registry import (check_scale, results_dir, provenance, write_json, _jsonable, json_float, get_device,
-                            seed_everything, keep_freed_memory, flush_denormals)
+from .registry import (check_scale, results_dir, provenance, write_json, write_text, _jsonable, json_float, _get_device,
+                            _seed_everything, _keep_freed_memory, _flush_denormals)
 from .train import fit, save_checkpoint, TimeLimitReached, Interrupted, TrainConfig
 
 # %% auto #0
-__all__ = ['EXPERIMENTS', 'LOADERS', 'GATE_OPEN', 'MAIN_METRICS', 'NotebookParams', 'snapshot', 'read_params', 'fn_name',
-           'experiment', 'key_name', 'config_dict', 'key_dict', 'data_identity', 'Spec', 'borrow', 'ckpt_home',
-           'stop_reason', 'RunContext', 'ToyConfig', 'toy_regression', 'record_mismatch', 'runs_dir', 'runs_command',
-           'carried_path', 'ensure_carried', 'final_weights', 'best_checkpoint', 'CorruptRecordError', 'load_record',
-           'loads', 'load_trained', 'carried_runs', 'find_run', 'config_from_record', 'ModelCard', 'model_card',
-           'run_lock', 'lock_holder', 'execute', 'global_reads']
+__all__ = ['EXPERIMENTS', 'LOADERS', 'NotebookParams', 'snapshot', 'read_params', 'experiment', 'key_name', 'config_dict',
+           'key_dict', 'data_identity', 'Spec', 'borrow', 'ckpt_home', 'stop_reason', 'RunContext', 'ToyConfig',
+           'toy_regression', 'record_mismatch', 'runs_dir', 'runs_command', 'final_weights', 'best_checkpoint',
+           'CorruptRecordError', 'load_record', 'loads', 'load_trained', 'run_lock', 'execute', 'global_reads']
 
 # %% ../nbs/05_experiment.ipynb #3edf2536
 @dataclass
@@ -56,7 +54,7 @@ def read_params(ns: dict, before: frozenset, parts=(), cls=NotebookParams) -> No
     return p
 
 # %% ../nbs/05_experiment.ipynb #c02e73c2
-def fn_name(fn: Callable) -> str: return f'{fn.__module__}.{fn.__qualname__}'
+def _fn_name(fn: Callable) -> str: return f'{fn.__module__}.{fn.__qualname__}'
 
 EXPERIMENTS: dict[str, Callable] = {}   # the registered experiment functions, by the name their run keys carry
 
@@ -65,7 +63,7 @@ def experiment(name: str):
     function defined again (a notebook executing the cell that its module exports) takes the name over; another one is refused."""
     def register(fn):
         if name in EXPERIMENTS and EXPERIMENTS[name].__qualname__ != fn.__qualname__:
-            raise ValueError(f'{name!r} already names {fn_name(EXPERIMENTS[name])}, not {fn_name(fn)}')
+            raise ValueError(f'{name!r} already names {_fn_name(EXPERIMENTS[name])}, not {_fn_name(fn)}')
         EXPERIMENTS[name] = fn
         fn.key_name = name
         return fn
@@ -73,7 +71,7 @@ def experiment(name: str):
 
 def key_name(fn: Callable) -> str:
     "What a run key calls its experiment function: its registered name, else (a function not registered) its `module.qualname`."
-    return getattr(fn, 'key_name', None) or fn_name(fn)
+    return getattr(fn, 'key_name', None) or _fn_name(fn)
 
 # %% ../nbs/05_experiment.ipynb #70bdc24f
 def _type_name(cfg) -> str:
@@ -127,7 +125,7 @@ class Spec:
     needs: tuple = ()                # runs that must finish first (e.g. the model this run evaluates); not part of the key
     home: str | None = None          # the paper whose runs folder holds the run when another plan owns it (a shared baseline); not part of the key
     label: str = ''                  # its row in this plan's tables (default: `name`); not part of the key
-    carry: bool = False              # keep its best weights in the run folder, committed (`_carry_weights`): other runs load them on a fresh checkout; not part of the key
+    carry: bool = False              # keep its best weights in the run folder, committed (`_keep_weights`): other runs load them on a fresh checkout; not part of the key
     derived: tuple = ()              # files of its run folder that the runs needing it read and git does not keep ('stats.pt'): made again on a fresh checkout (`Plan.run`); not part of the key
     def __post_init__(self):
         if not callable(self.fn) or '<locals>' in self.fn.__qualname__ or self.fn.__name__ == '<lambda>':
@@ -198,8 +196,7 @@ class RunContext:
         self.current, self.caps[stage] = stage, cfg.epochs
         hist = fit(model, task, cfg, ckpt_dir=self.ckpt_dir(stage), log=self.log, name=stage, deadline=self.deadline, **kw)
         if self.dir is not None:                                # the exact history, also if the process died between epochs
-            tmp = self.log_path(stage).with_suffix('.tmp'); tmp.write_text(''.join(json.dumps(_jsonable(h)) + '\n' for h in hist))
-            os.replace(tmp, self.log_path(stage))
+            write_text(self.log_path(stage), ''.join(json.dumps(_jsonable(h)) + '\n' for h in hist))
         self.fits.append(_fit_summary(hist, cfg.epochs, stage))
         return hist
     def step(self, stage: str, key: str, fn: Callable[[], Any]) -> Any:
@@ -234,7 +231,6 @@ class ToyConfig:
 
 def toy_regression(cfg: ToyConfig, seed: int, ctx: RunContext) -> dict:
     "Fit an MLP to y = sin(x @ w); returns the best validation loss and the final training loss."
-    from memlm.train import TrainConfig
     from memlm.tasks import BatchTask
     g = torch.Generator().manual_seed(1234)                    # the data do not depend on the seed
     w = torch.randn(cfg.dim, 1, generator=g)
@@ -277,14 +273,18 @@ def runs_dir(paper: str, scale: str, root: Path | None = None) -> Path:
     return Path(root or results_dir())/check_scale(scale)/paper/'runs'
 
 # %% ../nbs/05_experiment.ipynb #4c8b6a6b
-def _keep_weights(run_dir) -> dict:
+def _keep_weights(run_dir, carry: bool = False) -> dict:
     """Save each stage's best weights as an fp16 `state_dict` (`weights.fp16.pt`, git-ignored, beside its checkpoints): what a
-    finished run keeps for later readers (the context probe, a GPU campaign's archive), at half the size. Returns {stage: bytes}."""
+    finished run keeps for later readers (the context probe, a GPU campaign's archive), at half the size. `carry`: instead copy
+    them exact (fp32, as trained) into the run folder (`_carried_path`), where they are committed with the record: a run whose
+    weights later runs load (an LM that meta-learning or dynamic evaluation reads) survives a fresh checkout, which the
+    git-ignored checkpoints do not, and the later runs' numbers are those of the trained model. Returns {stage: bytes}."""
     out = {}
     for best in sorted(ckpt_home(run_dir).glob('*/best.pt')):
         sd = torch.load(best, map_location='cpu', weights_only=True)['model']
-        half = {k: v.half() if v.is_floating_point() else v for k, v in sd.items()}
-        dst = save_checkpoint(half, best.with_name('weights.fp16.pt')); out[best.parent.name] = dst.stat().st_size   # atomic, as every checkpoint
+        dst = (save_checkpoint(dict(model=sd), _carried_path(run_dir, best.parent.name)) if carry else   # atomic, as every checkpoint
+               save_checkpoint({k: v.half() if v.is_floating_point() else v for k, v in sd.items()}, best.with_name('weights.fp16.pt')))
+        out[best.parent.name] = dst.stat().st_size
     return out
 
 # %% ../nbs/05_experiment.ipynb #16b73b75
@@ -293,25 +293,14 @@ def runs_command(run_dir, rerun: bool = False) -> str:
     run = Path(run_dir)
     return f"make runs PAPER={run.parts[-3]} SCALE={run.parts[-4]} RUNS='{run.name}'" + (' RERUN=1' if rerun else '')
 
-def carried_path(run_dir, stage: str = 'train') -> Path:
+def _carried_path(run_dir, stage: str = 'train') -> Path:
     "Where a carried run keeps a stage's best weights: `<run folder>/weights-<stage>.pt`, beside its record (committed)."
     return Path(run_dir)/f'weights-{stage}.pt'
 
-def _carry_weights(run_dir) -> dict:
-    """Copy each stage's best weights (fp32, as trained) from the checkpoints into the run folder (`carried_path`), where they are
-    committed with the record: a run whose weights later runs load (an LM that meta-learning or dynamic evaluation reads) survives a
-    fresh checkout, which the git-ignored checkpoints do not. Exact, not fp16: the later runs' numbers are those of the trained model.
-    Returns {stage: bytes}."""
-    out = {}
-    for best in sorted(ckpt_home(run_dir).glob('*/best.pt')):
-        sd = torch.load(best, map_location='cpu', weights_only=True)['model']
-        dst = save_checkpoint(dict(model=sd), carried_path(run_dir, best.parent.name)); out[best.parent.name] = dst.stat().st_size
-    return out
-
-def ensure_carried(spec, d, rec: dict) -> dict:
+def _ensure_carried(spec, d, rec: dict) -> dict:
     "The finished record `rec` of `spec` in folder `d`, its weights carried first where `spec.carry` asks and it finished before (`execute`, `Plan.run`)."
     if spec.carry and not rec.get('carried') and any(ckpt_home(d).glob('*/best.pt')):
-        with run_lock(Path(d)): rec['carried'] = _carry_weights(d); write_json(Path(d)/'record.json', rec)
+        with run_lock(Path(d)): rec['carried'] = _keep_weights(d, carry=True); write_json(Path(d)/'record.json', rec)
     return rec
 
 
@@ -324,7 +313,7 @@ def final_weights(run_dir, model, stage: str = 'train'):
     warning (a GPU campaign's archive brings back only that); a clear error where there are none."""
     d = ckpt_home(run_dir)/stage; f = d/'weights.fp16.pt'
     if (d/'best.pt').exists(): sd, kind = torch.load(d/'best.pt', map_location='cpu', weights_only=True)['model'], 'best.pt'
-    elif (cf := carried_path(run_dir, stage)).exists(): sd, kind = torch.load(cf, map_location='cpu', weights_only=True)['model'], cf.name
+    elif (cf := _carried_path(run_dir, stage)).exists(): sd, kind = torch.load(cf, map_location='cpu', weights_only=True)['model'], cf.name
     elif f.exists():
         warnings.warn(f'{Path(run_dir).name}: only its fp16 weights are here ({f}): numbers made from them differ from the trained model\'s')
         sd, kind = torch.load(f, map_location='cpu', weights_only=True), f.name
@@ -338,11 +327,11 @@ def final_weights(run_dir, model, stage: str = 'train'):
 
 # %% ../nbs/05_experiment.ipynb #2bc59552
 def best_checkpoint(run_dir, stage: str = 'train') -> Path:
-    """The best-validation checkpoint a finished run left: its `best.pt`, else its carried copy (`_carry_weights`); a clear error
+    """The best-validation checkpoint a finished run left: its `best.pt`, else its carried copy (`_keep_weights`); a clear error
     where there is neither (checkpoints are not committed)."""
     path = ckpt_home(run_dir)/stage/'best.pt'
     if path.exists(): return path
-    if (cf := carried_path(run_dir, stage)).exists(): return cf
+    if (cf := _carried_path(run_dir, stage)).exists(): return cf
     raise FileNotFoundError(f'{path}: the run has no checkpoint here (checkpoints are not committed; rerun it)')
 
 # %% ../nbs/05_experiment.ipynb #c7b30341
@@ -378,8 +367,8 @@ def load_trained(cfg,                        # the run's config, or `'<paper>/<r
                  data_path: str | None = None,  # with a name: where its corpus is (None: `$MEMLM_DATA` or data/; not the path its record names)
                 ) -> tuple:
     """The trained model of a finished run and the corpus it was trained on. By name, `load_trained('span_buffer/awd_snb', seed=0)`:
-    its config rebuilt from its record (`config_from_record`), its weights loaded (committed beside the record where the run carries
-    them), its `ModelCard` as `model.card`. By config, `load_trained(cfg, run_dir)`: through the loader its runs module registered (`loads`)."""
+    its config rebuilt from its record (`_config_from_record`), its weights loaded (committed beside the record where the run carries
+    them), its `_ModelCard` as `model.card`. By config, `load_trained(cfg, run_dir)`: through the loader its runs module registered (`loads`)."""
     if isinstance(cfg, str):
         if run_dir is not None: raise TypeError(f"load_trained({cfg!r}, {run_dir!r}): a run named '<paper>/<run>' takes no folder (seed= and scale= pick it)")
         return _load_named(cfg, seed, scale, data_path)
@@ -391,21 +380,21 @@ def load_trained(cfg,                        # the run's config, or `'<paper>/<r
 # %% ../nbs/05_experiment.ipynb #8a223d88
 _RUN_FOLDER = re.compile(r'^(.+)-s(-?[0-9]+)-[0-9a-f]{10}$')     # <name>-s<seed>-<key>
 
-def carried_runs(scale: str = 'cpu') -> list[str]:
+def _carried_runs(scale: str = 'cpu') -> list[str]:
     "The runs at `scale` whose best weights are committed beside their record (`Spec.carry`), as `'<paper>/<run folder>'`."
     return sorted(f'{d.parent.parent.name}/{d.name}' for d in (results_dir()/check_scale(scale)).glob('*/runs/*') if any(d.glob('weights-*.pt')))
 
 def _has_weights(d: Path) -> bool:
-    "Whether run folder `d` has weights here: committed beside its record (`carried_path`), or in its checkpoints (`final_weights`)."
+    "Whether run folder `d` has weights here: committed beside its record (`_carried_path`), or in its checkpoints (`final_weights`)."
     return any(Path(d).glob('weights-*.pt')) or any(f.exists() for f in ckpt_home(d).glob('*/*.pt') if f.name in ('best.pt', 'weights.fp16.pt'))
 
 def _no_weights(dirs: list, scale: str) -> FileNotFoundError:
-    have = carried_runs(scale)
+    have = _carried_runs(scale)
     return FileNotFoundError(f"{', '.join(map(str, dirs))}: no weights for this run here. Only runs trained with carry=True commit their "
                              f"weights beside their record (a run trained on this machine keeps them in its checkpoints). Runs at scale "
                              f"{scale!r} with committed weights: {', '.join(have) or 'none'}")
 
-def find_run(run: str, seed: int = 0, scale: str = 'cpu') -> Path:
+def _find_run(run: str, seed: int = 0, scale: str = 'cpu') -> Path:
     "The folder of run `'<paper>/<run>'` (its name, with `seed`, or its folder) under `results/<scale>/<paper>/runs`; a clear error naming the runs there."
     paper, _, name = run.partition('/')
     if not paper or not name or '/' in name: raise ValueError(f"run {run!r}: expected '<paper>/<run>', e.g. 'span_buffer/awd_snb'")
@@ -448,7 +437,7 @@ def _from_json(tp, v, data_path: str | None):
     if (tp is tuple or typing.get_origin(tp) is tuple) and isinstance(v, list): return tuple(v)
     return v
 
-def config_from_record(rec: dict, data_path: str | None = None):
+def _config_from_record(rec: dict, data_path: str | None = None):
     """The config of a recorded run, rebuilt from its record (its type: one that a runs module registered with `loads`), every
     `data_path` set to `data_path`; a clear error where it does not give the record's key."""
     name = (rec.get('config') or {}).get('_type')
@@ -460,17 +449,17 @@ def config_from_record(rec: dict, data_path: str | None = None):
     return cfg
 
 # %% ../nbs/05_experiment.ipynb #65ec4783
-GATE_OPEN = 0.01   # a span buffer's gate counts as open where it picks the buffer (λ ≥ 0.5) on at least this fraction of test tokens
-MAIN_METRICS = ('test_ppl', 'val_ppl', 'test_acc', 'val_acc')   # what a card shows of a record's metrics, where it has them
+_GATE_OPEN = 0.01   # a span buffer's gate counts as open where it picks the buffer (λ ≥ 0.5) on at least this fraction of test tokens
+_MAIN_METRICS = ('test_ppl', 'val_ppl', 'test_acc', 'val_acc')   # what a card shows of a record's metrics, where it has them
 
 @dataclass
-class ModelCard:
+class _ModelCard:
     "A trained model in a few lines, from its run's record; `str(card)` reads it, a notebook shows it as a table."
     run: str                  # '<scale>/<paper>/<run folder>'
     data: str                 # the corpus it trained on
     schedule: str             # epochs trained (of the cap, why it stopped), optimiser, lr and its schedule
-    metrics: dict             # the record's main metrics (`MAIN_METRICS` where it has them)
-    gate: str | None = None   # the span buffer: open or closed (`GATE_OPEN`), its test PoU and mean λ
+    metrics: dict             # the record's main metrics (`_MAIN_METRICS` where it has them)
+    gate: str | None = None   # the span buffer: open or closed (`_GATE_OPEN`), its test PoU and mean λ
     def rows(self) -> list[tuple[str, str]]:
         m = ', '.join(f"{k.replace('_', ' ')} {v:.4g}" for k, v in self.metrics.items())
         return [('run', self.run), ('data', self.data), ('schedule', self.schedule), ('metrics', m)] + ([('gate', self.gate)] if self.gate else [])
@@ -485,7 +474,7 @@ def _train_config(cfg) -> TrainConfig | None:
         if isinstance(c, TrainConfig): return c
         if is_dataclass(c): todo += [getattr(c, f.name) for f in fields(c)]
 
-def model_card(rec: dict, cfg, corpus, run_dir) -> ModelCard:
+def _model_card(rec: dict, cfg, corpus, run_dir) -> _ModelCard:
     "The card of the run in `run_dir` whose record is `rec`, config `cfg` and corpus `corpus`."
     d, m = Path(run_dir), rec.get('metrics') or {}
     num = lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)
@@ -498,11 +487,11 @@ def model_card(rec: dict, cfg, corpus, run_dir) -> ModelCard:
                       + (f', divided by {tc.lr_decay:g} when validation improves by less than {tc.lr_decay_threshold:g}' if tc.lr_decay_threshold is not None else '')
                       + (f', divided by {tc.lr_decay:g} every epoch from epoch {tc.lr_decay_start}' if tc.lr_decay_start is not None else '')
                       + (f', early stopping (patience {tc.patience})' if tc.patience else '') + f', batch {tc.batch_size}, BPTT {tc.bptt}')
-    main = {k: m[k] for k in MAIN_METRICS if num(m.get(k))} or dict([(k, v) for k, v in m.items() if num(v)][:3])
+    main = {k: m[k] for k in _MAIN_METRICS if num(m.get(k))} or dict([(k, v) for k, v in m.items() if num(v)][:3])
     gate = None
     if num(pou := m.get('test_pou')):
-        gate = f"{'open' if pou >= GATE_OPEN else 'closed'}: λ ≥ 0.5 on {100 * pou:.3g} % of test tokens (PoU)" + (f", mean λ {m['test_mean_lambda']:.3g}" if num(m.get('test_mean_lambda')) else '')
-    return ModelCard(f'{d.parts[-4]}/{d.parts[-3]}/{d.name}', data, '; '.join(stages), main, gate)
+        gate = f"{'open' if pou >= _GATE_OPEN else 'closed'}: λ ≥ 0.5 on {100 * pou:.3g} % of test tokens (PoU)" + (f", mean λ {m['test_mean_lambda']:.3g}" if num(m.get('test_mean_lambda')) else '')
+    return _ModelCard(f'{d.parts[-4]}/{d.parts[-3]}/{d.name}', data, '; '.join(stages), main, gate)
 
 # %% ../nbs/05_experiment.ipynb #a31fc66e
 def _import_paper(paper: str):
@@ -513,14 +502,14 @@ def _import_paper(paper: str):
 
 def _load_named(run: str, seed: int, scale: str, data_path: str | None) -> tuple:
     "`load_trained('<paper>/<run>', seed=, scale=)`: the model (its card as `model.card`) and its corpus."
-    d = find_run(run, seed, scale)
+    d = _find_run(run, seed, scale)
     rec = load_record(d)
     if rec is None or rec['status'] != 'done': raise FileNotFoundError(f'{d}: the run has not finished (no record, or an incomplete one): {runs_command(d)}')
     if not _has_weights(d): raise _no_weights([d], scale)
     _import_paper(run.partition('/')[0])
-    cfg = config_from_record(rec, data_path)
+    cfg = _config_from_record(rec, data_path)
     model, corpus = load_trained(cfg, d)
-    model.card = model_card(rec, cfg, corpus, d)
+    model.card = _model_card(rec, cfg, corpus, d)
     return model, corpus
 
 # %% ../nbs/05_experiment.ipynb #028b2923
@@ -560,7 +549,7 @@ def run_lock(d: Path, wait: bool = True):
         try: yield
         finally: f.seek(0); f.truncate(); fcntl.flock(f, fcntl.LOCK_UN)
 
-def lock_holder(d: Path) -> str | None:
+def _lock_holder(d: Path) -> str | None:
     "Who runs the run in folder `d` now (from its lock), or None."
     if not (Path(d)/'.lock').exists(): return None
     try:
@@ -600,7 +589,7 @@ def execute(spec: Spec, root: Path, *, deadline: float | None = None, rerun: boo
             if rerun: return None
             raise
     rec = record()
-    if rec is not None and rec['status'] == 'done' and not rerun: return ensure_carried(spec, d, rec)
+    if rec is not None and rec['status'] == 'done' and not rerun: return _ensure_carried(spec, d, rec)
     with run_lock(d):
         rec = record()                                                 # what the process we waited for left
         if rec is not None and rec['status'] == 'done' and not rerun: return rec
@@ -647,11 +636,11 @@ def _execute_locked(spec, root, d, rec, deadline, rerun, device) -> dict:
     prev = rec                                                          # the unfinished record this session continues (None: a fresh start)
     if spec.extends is not None: _start_from(spec, d, root)
     killed = _session_start(d)
-    device = torch.device(device) if device is not None else get_device()
-    keep_freed_memory()                                                # speed only: no number changes (see 01_registry)
-    flush_denormals()                                                  # speed; only values below 1.2e-38 change (to 0)
+    device = torch.device(device) if device is not None else _get_device()
+    _keep_freed_memory()                                                # speed only: no number changes (see 01_registry)
+    _flush_denormals()                                                  # speed; only values below 1.2e-38 change (to 0)
     ctx = RunContext(d, device, deadline)
-    seed_everything(spec.seed)
+    _seed_everything(spec.seed)
     t0, status, metrics, error, stopped = time.time(), 'done', None, None, None
     _LOADED_WEIGHTS.clear()
     try: metrics = spec.fn(spec.cfg, spec.seed, ctx)
@@ -675,7 +664,7 @@ def _execute_locked(spec, root, d, rec, deadline, rerun, device) -> dict:
         # files made again on a fresh checkout): the runs made from its first finish are not stale (`Plan.status_rows`)
     elif replaces is not None: rec['replaces'] = replaces              # new numbers (or not finished yet): what the finish it replaces recorded
     if status == 'done': rec['kept_weights'] = _keep_weights(d); shutil.rmtree(d/'parked', ignore_errors=True)
-    if status == 'done' and spec.carry: rec['carried'] = _carry_weights(d)
+    if status == 'done' and spec.carry: rec['carried'] = _keep_weights(d, carry=True)
     write_json(d/'record.json', rec)
     (d/'.session').unlink(missing_ok=True)
     if isinstance(stopped, Interrupted): raise stopped                 # Ctrl-C / kill: recorded and checkpointed; the caller stops too
@@ -684,13 +673,12 @@ def _execute_locked(spec, root, d, rec, deadline, rerun, device) -> dict:
 # %% ../nbs/05_experiment.ipynb #f28fc0e5
 def global_reads(ns: dict) -> dict[str, list[str]]:
     "Functions defined in a notebook namespace that read notebook variables (data, not modules/callables/CONSTANTS)."
-    import dis, types
-    def is_code_like(v): return isinstance(v, types.ModuleType) or callable(v)
+    import dis
     def scan(code, bad):
         for ins in dis.get_instructions(code):
-            if ins.opname in ('LOAD_GLOBAL', 'LOAD_NAME') and ins.argval in ns:
-                g = ins.argval
-                if not (is_code_like(ns[g]) or g.isupper() or g.startswith('__')): bad.add(g)
+            g = ins.argval
+            if ins.opname in ('LOAD_GLOBAL', 'LOAD_NAME') and g in ns and not (
+                    isinstance(ns[g], types.ModuleType) or callable(ns[g]) or g.isupper() or g.startswith('__')): bad.add(g)
         for c in code.co_consts:
             if isinstance(c, types.CodeType): scan(c, bad)
     fns = {k: v for k, v in ns.items() if isinstance(v, types.FunctionType) and v.__module__ == '__main__'}

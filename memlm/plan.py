@@ -8,12 +8,12 @@ from fastcore.basics import patch
 
 # %% auto #0
 __all__ = ['TRAIN_TOKENS', 'GPU_BUDGET_MIN', 'Results', 'Plan', 'plan_module', 'paper_plan', 'named', 'park', 'run_log',
-           'gpu_paces', 'GpuBasis', 'fastest_epoch', 'record_metric', 'basis_hours', 'gpu_basis', 'plan_status',
-           'plan_progress', 'mean_sd', 'aggregate', 'paired_diff', 'row_metrics', 'run_lists', 'fmt_ms', 'fmt_change',
-           'matched_epochs', 'matched_epochs_plot']
+           'GpuBasis', 'fastest_epoch', 'record_metric', 'basis_hours', 'gpu_basis', 'plan_status', 'plan_progress',
+           'mean_sd', 'aggregate', 'paired_diff', 'row_metrics', 'run_lists', 'fmt_ms', 'fmt_change', 'matched_epochs',
+           'matched_epochs_plot']
 
 # %% ../nbs/05c_plan.ipynb #80229721
-import json, math, multiprocessing as mp, os, re, shutil, statistics, time, traceback
+import json, math, multiprocessing as mp, os, shutil, statistics, time, traceback
 from datetime import datetime
 from collections.abc import Collection
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -21,9 +21,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, NamedTuple
 import torch
-from .registry import check_scale, device_kind, get_device, markdown_table, num
+from .registry import check_scale, device_kind, _get_device, markdown_table, num
 from .train import Interrupted
-from .experiment import CorruptRecordError, Spec, _snapshot_dir, ckpt_home, config_dict, ensure_carried, execute, fn_name, key_name, load_record, lock_holder, runs_dir
+from .experiment import (CorruptRecordError, Spec, _RUN_FOLDER, _snapshot_dir, ckpt_home, config_dict, _ensure_carried, execute,
+    _fn_name, key_name, load_record, _lock_holder, runs_dir)
 
 # %% ../nbs/05c_plan.ipynb #2c3ddca9
 def _worker_init(threads: int | None):
@@ -41,24 +42,16 @@ class Results(dict):
         super().__init__(records); self.specs, self.remaining, self.corrupt, self.elsewhere = specs, remaining, [], []
     def __getitem__(self, spec): return super().__getitem__(spec.folder if isinstance(spec, Spec) else spec)
     def done(self, spec: Spec) -> bool: return spec.folder in self and dict.__getitem__(self, spec.folder)['status'] == 'done'
-    def metrics(self, specs: list[Spec]) -> list[dict]:
-        "The metrics of those `specs` that finished (in order)."
-        return [self[s]['metrics'] for s in specs if self.done(s)]
     def by_name(self, specs: list[Spec]) -> dict[str, list[dict]]:
         "The finished runs' metrics grouped by run name (a table's rows; the seeds are the list)."
-        out = {}
-        for s in specs:
-            if self.done(s): out.setdefault(s.row, []).append(self[s]['metrics'])
-        return out
+        return {row: [self[s]['metrics'] for s in specs if s.row == row and self.done(s)] for row in self._rows(specs)}
     def seeds(self, specs: list[Spec]) -> dict[int, dict]:
         "The finished runs' metrics by seed (the specs of one table row)."
         return {s.seed: self[s]['metrics'] for s in specs if self.done(s)}
     def by_seed(self, specs: list[Spec]) -> dict[str, dict[int, dict]]:
         "The finished runs' metrics by run name, then seed: what `paired_diff` compares."
-        out = {}
-        for s in specs:
-            if self.done(s): out.setdefault(s.row, {})[s.seed] = self[s]['metrics']
-        return out
+        return {row: self.seeds([s for s in specs if s.row == row]) for row in self._rows(specs)}
+    def _rows(self, specs: list[Spec]) -> list[str]: return list(dict.fromkeys(s.row for s in specs if self.done(s)))
     def table_metrics(self, specs: list[Spec], keys=None) -> dict:
         "`row_metrics` of every name among `specs`: what an aggregated record holds."
         return {k: v for name, ms in self.by_name(specs).items() for k, v in row_metrics(name, ms, keys).items()}
@@ -117,10 +110,10 @@ class Plan:
         return any(not (self.dir(s)/f).exists() for f in s.derived)
 
     def run(self, parts=None, *, workers: int = 1, time_limit_s: float | None = None, rerun: bool | Collection[str] = False,
-            device=None, margin_s: float | None = None, progress: bool = True, wait_locked: bool = False, corrupt_ok: bool = False) -> Results:
+            device=None, margin_s: float | None = None, progress: bool = True, corrupt_ok: bool = False) -> Results:
         """Execute the missing runs of `parts`; returns their records (and what remains when the time limit hits). A run another
-        process trains now (its folder locked) is left to it and listed in `Results.elsewhere` with the process that holds it
-        (`wait_locked=True`: wait for it), so a report rendered during a campaign does not block. A corrupt record of a run to be
+        process trains now (its folder locked) is left to it and listed in `Results.elsewhere` with the process that holds it,
+        so a report rendered during a campaign does not block. A corrupt record of a run to be
         trained again (`rerun`, every smoke run) is replaced; any other raises `CorruptRecordError` naming each file once the other
         runs are done (`corrupt_ok`: listed in `Results.corrupt` instead). `rerun`: True retrains every run of `parts`, a collection of run folders
         only those (what they extend or need is reused where it has finished)."""
@@ -132,15 +125,15 @@ class Plan:
         specs = self.specs(parts)
         margin = margin_s if margin_s is not None else (min(120., 0.05 * time_limit_s) if time_limit_s else 0.)
         deadline = t0 + time_limit_s - margin if time_limit_s is not None else None   # 0: start nothing, read the records
-        device = str(device or get_device())
+        device = str(device or _get_device())
         records, remaining, corrupt, todo, elsewhere = {}, [], [], [], []
         for s in specs:
             try: rec = load_record(self.dir(s))
             except CorruptRecordError as e:
                 if not again(s): corrupt.append((s, e)); print(f'skipped: {e}', flush=True); continue
                 rec = None                                                  # trained again: the rerun replaces it
-            if rec is not None and rec['status'] == 'done' and not again(s): records[s.folder] = ensure_carried(s, self.dir(s), rec)
-            elif not wait_locked and (who := lock_holder(self.dir(s))):   # another process trains it now: not waited for
+            if rec is not None and rec['status'] == 'done' and not again(s): records[s.folder] = _ensure_carried(s, self.dir(s), rec)
+            elif who := _lock_holder(self.dir(s)):   # another process trains it now: not waited for
                 elsewhere.append((s, who)); print(f'{s.folder}: running elsewhere ({who}); not waited for', flush=True)
             else: todo.append(s)
         lost = {s.folder for s in specs if s.folder in records and self.derived_missing(s)}
@@ -162,13 +155,11 @@ class Plan:
                 records[s.folder] = execute(s, self.dir(s).parent, deadline=deadline, rerun=again(s), device=device)
                 if progress: print(_run_line(records[s.folder], s))
         else:
-            local = sorted({fn_name(s.fn) for s in todo if s.fn.__module__ == '__main__'})
+            local = sorted({_fn_name(s.fn) for s in todo if s.fn.__module__ == '__main__'})
             if local: raise ValueError(f'worker processes cannot import {local}: export experiment functions to a module (or use workers=1)')
-            todo = self._waves(todo)
             ngpu = torch.cuda.device_count() if device.startswith('cuda') else 0
-            ctx = mp.get_context('spawn')
-            with ProcessPoolExecutor(workers, mp_context=ctx, initializer=_worker_init, initargs=(None if ngpu else 1,)) as ex:
-                for wave in todo:
+            with ProcessPoolExecutor(workers, mp_context=mp.get_context('spawn'), initializer=_worker_init, initargs=(None if ngpu else 1,)) as ex:
+                for wave in self._waves(todo):
                     futs = {}
                     for i, s in enumerate(wave):
                         if late(s) or not self._ready(s, records): remaining.append(s); continue
@@ -200,6 +191,11 @@ class Plan:
 # %% ../nbs/05c_plan.ipynb #e166cc15
 def _requires(s: Spec) -> list[Spec]: return ([s.extends] if s.extends is not None else []) + list(s.needs)
 
+def _readable(d: Path) -> dict:
+    "The record of the run in folder `d`, or {} where it has none or it cannot be read (a `CorruptRecordError`)."
+    try: return load_record(d) or {}
+    except CorruptRecordError: return {}
+
 # %% ../nbs/05c_plan.ipynb #f54d821d
 def _run_line(rec: dict, s: Spec) -> str:
     m = rec.get('metrics') or {}
@@ -207,11 +203,9 @@ def _run_line(rec: dict, s: Spec) -> str:
     return f"  {s.folder}: {rec['status']}, {rec.get('epochs')} epochs ({rec.get('stop_reason')}), {rec['train_time_s']:.0f}s train; {shown}"
 
 # %% ../nbs/05c_plan.ipynb #9282ca21
-_FOLDER = re.compile(r'^(.+)-s(-?[0-9]+)-[0-9a-f]{10}$')     # a run folder: <name>-s<seed>-<key>
-
 def _run_item(it: str) -> tuple[str, int]:
     "'name:seed' -> (name, seed); a run folder '<name>-s<seed>-<key>' -> (the folder, seed)."
-    if m := _FOLDER.match(it): return it, int(m.group(2))
+    if m := _RUN_FOLDER.match(it): return it, int(m.group(2))
     name, sep, seed = it.rpartition(':')
     if not sep or not seed.lstrip('-').isdigit(): raise ValueError(f"run {it!r}: expected 'name:seed', e.g. 'lstm:0', or a run folder")
     return name, int(seed)
@@ -229,7 +223,7 @@ def select(self: Plan, items: list[str]) -> Plan:
     names = sorted({n for n, _ in by})
     out = []
     for name, seed in map(_run_item, items):
-        if _FOLDER.match(name):
+        if _RUN_FOLDER.match(name):
             if (s := self.by_folder(name)) is None: raise ValueError(f'no run of {self.paper} ({self.scale}) has the folder {name!r}')
             out.append(s); continue
         if name not in names: raise ValueError(f"unknown run name {name!r} in {self.paper} ({self.scale}); valid names: {', '.join(names)}")
@@ -337,9 +331,8 @@ def _former_hours(d: Path, spec: Spec) -> float | None:
     est = []
     for f in [*d.parent.glob(f'{spec.name}-s*-*'), *(d.parent.parent/'archive').glob(f'{spec.name}-s*-*')]:
         if f.name.rsplit('-', 1)[-1] == spec.key: continue                  # its own key: its seeds count as such
-        try: r = load_record(f)
-        except CorruptRecordError: continue
-        if not r or r.get('status') != 'done' or r.get('fn') != key_name(spec.fn): continue
+        r = _readable(f)
+        if r.get('status') != 'done' or r.get('fn') != key_name(spec.fn): continue
         if device_kind((r.get('provenance') or {}).get('device')) != 'cpu' or not (h := _run_hours(r)): continue
         est.append(h / r['epochs'] * cap if r.get('epochs') and (cap := _epoch_cap(spec)) else h)
     return statistics.median(est) if est else None
@@ -356,13 +349,12 @@ def _speed_key(c: dict) -> str | None:
     parts = {k: plain(v) for k, v in c.items() if isinstance(v, dict) and v and k not in ('model', 'train')}
     return json.dumps([plain(c['model']), t['batch_size'], t['bptt'], parts], sort_keys=True)
 
-def gpu_paces(results: Path) -> dict[str, list[dict]]:
+def _gpu_paces(results: Path) -> dict[str, list[dict]]:
     """{speed key: paces} from every finished record under `results` (all scales and papers) that ran on a GPU: a trained run's hours
     per epoch (`h_epoch`), or a throughput record's training tokens/s of the model (`tps`), each with its device."""
     out = {}
     for f in Path(results).glob('*/*/runs/*/record.json'):
-        try: r = json.loads(f.read_text())
-        except (OSError, ValueError): continue
+        r = _readable(f.parent)
         dev = (r.get('provenance') or {}).get('device')
         if r.get('status') != 'done' or device_kind(dev) != 'gpu' or not (k := _speed_key(r.get('config') or {})): continue
         m = r.get('metrics') if isinstance(r.get('metrics'), dict) else {}
@@ -371,7 +363,7 @@ def gpu_paces(results: Path) -> dict[str, list[dict]]:
     return out
 
 def _gpu_hours(spec: Spec, paces: dict) -> tuple[float, str] | None:
-    """(hours, where from) a run may need on one GPU, from `gpu_paces`: runs of the same model, batch and BPTT (median hours per epoch
+    """(hours, where from) a run may need on one GPU, from `_gpu_paces`: runs of the same model, batch and BPTT (median hours per epoch
     x this run's epochs), else a throughput record of it (its tokens/s over this run's training tokens x its epochs: an extrapolation
     that leaves evaluation out); None without either, or without the run's epochs."""
     c = config_dict(spec.cfg); cap = _epoch_cap(spec); ps = paces.get(_speed_key(c) or '', [])
@@ -397,9 +389,7 @@ def fastest_epoch(d: Path) -> tuple[float, str] | None:
     "(seconds, device) of the fastest training epoch logged in run folder `d` (`train.log.jsonl`); None without a logged epoch."
     ts = [e['time_s'] for e in run_log(d) if 'epoch' in e and e.get('time_s')]
     if not ts: return None
-    try: r = load_record(d) or {}
-    except CorruptRecordError: r = {}
-    return min(ts), (r.get('provenance') or {}).get('device') or 'a GPU'
+    return min(ts), (_readable(d).get('provenance') or {}).get('device') or 'a GPU'
 
 def record_metric(root: Path, ref: str, key: str) -> float:
     "Metric `key` of the record in `root/ref` (a throughput ratio a `GpuBasis` factor is made of)."
@@ -431,8 +421,8 @@ def status_rows(self: Plan, parts=None, problems: list | None = None) -> list[di
     hours of the same run's finished seeds, else what a former run of its name took on a CPU (`_former_hours`), at gpu and paper scale what
     runs of the same model took on a GPU (`_gpu_hours`), else None; at gpu scale its paper's `GPU_BASIS` (`basis_hours`: alone on one
     GPU) comes first, and a run without any is 'unknown: never timed on a GPU'; `est_from` says which."""
-    rows, names, hours, specs, when = [], [], {}, self.specs(parts), {}
-    paces = gpu_paces(self.root.parents[2]) if self.scale in ('gpu', 'paper') else {}   # the GPU records beside this plan's results
+    rows, hours, specs, when = [], {}, self.specs(parts), {}
+    paces = _gpu_paces(self.root.parents[2]) if self.scale in ('gpu', 'paper') else {}   # the GPU records beside this plan's results
     for s in specs:
         d = self.dir(s)
         try: r = load_record(d) or {}
@@ -440,31 +430,29 @@ def status_rows(self: Plan, parts=None, problems: list | None = None) -> list[di
             r = dict(status='corrupt')
             if problems is None: print(e, flush=True)
             elif str(e) not in problems: problems.append(str(e))    # each file once (`problems`: the caller says them)
-        status = r.get('status') if r.get('status') not in (None, 'incomplete') else None
-        here = ckpt_home(d).exists(); lost = r.get('status') == 'incomplete' and not here and not (d/'parked').is_dir()   # checkpoints elsewhere
-        if status is None and r.get('status') == 'incomplete' and not here:
-            status = 'incomplete (checkpoints not here: starts over)' if lost else 'incomplete (parked: resumes here)'
-        if status is None and (who := lock_holder(d)): status = f'running ({who})'
-        status = status or r.get('status') or ('interrupted (checkpointed)' if here else 'parked (resumes here)' if (d/'parked').is_dir() else 'not started')
+        st, here, parked = r.get('status'), ckpt_home(d).exists(), (d/'parked').is_dir()
+        lost = st == 'incomplete' and not here and not parked                       # checkpoints elsewhere
+        if st in ('done', 'corrupt'): status = st
+        elif st == 'incomplete' and not here: status = f"incomplete ({'checkpoints not here: starts over' if lost else 'parked: resumes here'})"
+        elif who := _lock_holder(d): status = f'running ({who})'
+        else: status = st or ('interrupted (checkpointed)' if here else 'parked (resumes here)' if parked else 'not started')
         if status == 'done' and (h := _run_hours(r)): hours.setdefault(s.name, []).append(h)
-        names.append(s.name)
         if status == 'done' and (date := (r.get('provenance') or {}).get('date')): when[s.folder] = datetime.fromisoformat(date)
         rows.append(dict(run=s.folder, home=s.home or self.paper, status=status,
                          epochs=r.get('epochs') if status == 'done' else (_logged_epochs(d) if d.exists() else None),
                          stopped=r.get('stop_reason'), train_h=round(r['train_time_s'] / 3600, 2) if r.get('train_time_s') else None,
                          est_h=(est := None if status == 'done' else _hours_left(r, from_start=lost)), device=(r.get('provenance') or {}).get('device'),
                          est_from='its own log' if est else None))
-    for row, name, s in zip(rows, names, specs):
-        if row['status'] == 'done' or row['est_h'] is not None: continue
-        if self.scale == 'gpu' and (b := gpu_basis(s, getattr(plan_module(s.home or self.paper), 'GPU_BASIS', {}))) \
+    for row, s in zip(rows, specs):
+        if row['status'] == 'done' or row['est_h'] is not None: pass
+        elif self.scale == 'gpu' and (b := gpu_basis(s, getattr(plan_module(s.home or self.paper), 'GPU_BASIS', {}))) \
                 and (g := basis_hours(s, b, self.root.parents[2])): row['est_h'], row['est_from'] = g   # alone on one GPU: before seeds that shared it
-        elif name in hours: row['est_h'], row['est_from'] = statistics.median(hours[name]), 'its finished seeds'
+        elif s.name in hours: row['est_h'], row['est_from'] = statistics.median(hours[s.name]), 'its finished seeds'
         elif (h := _former_hours(self.dir(s), s)) is not None: row['est_h'], row['est_from'] = h, 'a former run of its name'
         elif g := _gpu_hours(s, paces): row['est_h'], row['est_from'] = g
         elif self.scale == 'gpu': row['est_from'] = 'unknown: never timed on a GPU'
-    for row in rows:
         if row['est_h']: row['est_h'] = round(row['est_h'], 2)
-    for row, s in zip(rows, specs):                   # a run made from a need that was trained again after it: its numbers are the old need's
+        # a run made from a need that was trained again after it: its numbers are the old need's
         newer = [r.folder for r in s.needs if s.folder in when and when.get(r.folder, when[s.folder]) > when[s.folder]]
         if newer: row['status'] = f"stale ({', '.join(newer)} finished after it; RERUN=1)"
     return rows
@@ -486,13 +474,8 @@ def plan_status(paper: str, scale: str, seeds=(0, 1, 2), data_path: str | None =
 def plan_progress(plan: Plan, res: Results | None = None) -> dict:
     """How far `plan` is: `done` of its `total` runs (all parts, with what they extend or need) finished, in `res` or on disk;
     `waiting`: part -> its runs not done (parts with none left out); `banner`: the line a report opens with ('' when all are done)."""
-    def done(s: Spec) -> bool:
-        if res is not None and res.done(s): return True
-        try: r = load_record(plan.dir(s))
-        except CorruptRecordError: return False
-        return bool(r) and r.get('status') == 'done'
     specs = plan.specs()
-    ok = {s.folder for s in specs if done(s)}
+    ok = {s.folder for s in specs if res is not None and res.done(s) or _readable(plan.dir(s)).get('status') == 'done'}
     waiting = {p: n for p in plan.parts if (n := sum(s.folder not in ok for s in plan.specs([p])))}
     banner = (f"{len(ok)} of {len(specs)} runs of this plan are done; the missing rows wait for "
               + ', '.join(f"{p} ({n} run{'s' if n != 1 else ''})" for p, n in waiting.items())) if waiting else ''
@@ -511,11 +494,7 @@ def aggregate(metrics: list[dict], keys=None) -> dict:
     if not metrics: return {}
     keys = keys or [k for k, v in metrics[0].items() if isinstance(v, (int, float)) and not isinstance(v, bool)
                     and all(k in m for m in metrics)]
-    out = {}
-    for k in keys:
-        mu, sd = mean_sd(m[k] for m in metrics)
-        out[k] = dict(mean=mu, sd=sd, n=len(metrics))
-    return out
+    return {k: dict(zip(('mean', 'sd'), mean_sd(m[k] for m in metrics)), n=len(metrics)) for k in keys}
 
 def paired_diff(name: str, a: dict[int, dict], b: dict[int, dict], key: str, relative: bool = False) -> dict:
     "`name`, `name_std`, `name_n`: over the seeds both rows have, `a[seed][key] - b[seed][key]` (relative: `100 (a/b - 1)`); {} if none."
@@ -526,10 +505,7 @@ def paired_diff(name: str, a: dict[int, dict], b: dict[int, dict], key: str, rel
 
 def row_metrics(row: str, metrics: list[dict], keys=None) -> dict:
     "Aggregated metrics flattened for a record: `<row>/<key>`, `<row>/<key>_std`, `<row>/<key>_n`."
-    out = {}
-    for k, a in aggregate(metrics, keys).items():
-        out[f'{row}/{k}'], out[f'{row}/{k}_std'], out[f'{row}/{k}_n'] = a['mean'], a['sd'], a['n']
-    return out
+    return {f'{row}/{k}{end}': a[x] for k, a in aggregate(metrics, keys).items() for end, x in (('', 'mean'), ('_std', 'sd'), ('_n', 'n'))}
 
 def run_lists(res: 'Results', specs: list[Spec]) -> dict:
     "`runs` (finished) and `missing` (unfinished) folders of `specs`, for `Experiment.record(..., **run_lists(res, specs))`."
@@ -541,10 +517,8 @@ def fmt_ms(metrics: dict, key: str, digits: int = 1, unit: str = '') -> str:
     v = metrics.get(key)
     if v is None: return '(not run)'
     sd, n = metrics.get(f'{key}_std'), metrics.get(f'{key}_n')
-    out = f'{num(v, digits)}{unit}'
-    if n and n > 1: out = f'{num(v, digits)} ± {num(sd, digits)}{unit} ({n} seeds)'
-    elif n == 1: out += ' (1 seed)'
-    return out
+    if n and n > 1: return f'{num(v, digits)} ± {num(sd, digits)}{unit} ({n} seeds)'
+    return f'{num(v, digits)}{unit}' + (' (1 seed)' if n == 1 else '')
 
 def fmt_change(metrics: dict, key: str, digits: int = 2, unit: str = ' %', words: tuple = ('lower', 'higher')) -> str:
     """A signed change `<key>` of a record as words: '1.45 % higher (sd 0.22, 3 seeds)', its sign read as `words` (below zero,

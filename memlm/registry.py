@@ -29,12 +29,12 @@ def pick(scale: str, **by_scale):
     raise KeyError(f"no value given for scale {scale!r} (have {sorted(by_scale)})")
 
 # %% auto #0
-__all__ = ['SCALES', 'check_scale', 'pick', 'seed_everything', 'get_device', 'device_name', 'device_kind', 'keep_freed_memory',
-           'flush_denormals', 'results_dir', 'figures_dir', 'provenance', 'write_text', 'write_json', 'json_float',
-           'Experiment', 'archive_dir', 'archived_runs', 'num', 'markdown_table']
+__all__ = ['SCALES', 'check_scale', 'pick', 'device_name', 'device_kind', 'results_dir', 'figures_dir', 'provenance',
+           'write_text', 'write_json', 'json_float', 'Experiment', 'archive_dir', 'archived_runs', 'num',
+           'markdown_table']
 
 # %% ../nbs/01_registry.ipynb #cabb3332
-def seed_everything(seed: int) -> None:
+def _seed_everything(seed: int) -> None:
     "Seed python, numpy (if present) and torch (CPU and CUDA)."
     random.seed(seed); torch.manual_seed(seed)
     try:
@@ -42,15 +42,14 @@ def seed_everything(seed: int) -> None:
     except ImportError: pass
 
 # %% ../nbs/01_registry.ipynb #ba990458
-def get_device(prefer: str | None = None) -> torch.device:
-    "`prefer` if given, else CUDA when available, else CPU."
-    if prefer: return torch.device(prefer)
+def _get_device() -> torch.device:
+    "CUDA when available, else CPU."
     return torch.device('cuda' if torch.cuda.is_available() else 'cpu')
 
 # %% ../nbs/01_registry.ipynb #655a7d5c
 def device_name(device: torch.device | str | None = None) -> str:
     "Human-readable name of the device a run used (GPU model, or CPU with its thread count)."
-    device = torch.device(device) if device is not None else get_device()
+    device = torch.device(device) if device is not None else _get_device()
     if device.type == 'cuda': return torch.cuda.get_device_name(device)
     return f"cpu ({platform.processor() or platform.machine()}, {torch.get_num_threads()} threads)"
 
@@ -60,9 +59,9 @@ def device_kind(device: str | None) -> str:
     return 'cpu' if not device or device.lower().startswith('cpu') else 'gpu'
 
 # %% ../nbs/01_registry.ipynb #0bb6b54a
-_MALLOC_KEPT: str | None = None   # set by `keep_freed_memory`; provenance records it
+_MALLOC_KEPT: str | None = None   # set by `_keep_freed_memory`; provenance records it
 
-def keep_freed_memory(limit: int = 1 << 30) -> bool:
+def _keep_freed_memory(limit: int = 1 << 30) -> bool:
     """Let glibc keep freed blocks up to `limit` bytes for reuse, instead of mapping every tensor over 32 MB afresh (it
     page-faults on first touch) and unmapping it when freed. Numbers are unchanged; training steps whose temporaries are that
     large run faster on a CPU. Process-wide; `execute` calls it for every run. False where the C library is not glibc."""
@@ -75,9 +74,9 @@ def keep_freed_memory(limit: int = 1 << 30) -> bool:
     return True
 
 # %% ../nbs/01_registry.ipynb #640435ac
-_DENORMALS_FLUSHED: bool = False  # set by `flush_denormals`; provenance records it
+_DENORMALS_FLUSHED: bool = False  # set by `_flush_denormals`; provenance records it
 
-def flush_denormals() -> bool:
+def _flush_denormals() -> bool:
     """Flush subnormal floats to zero (`torch.set_flush_denormal`, on the calling thread: the one single-threaded runs
     compute on): arithmetic on subnormals is ~100x slower on x86, and long runs can drift into it. Values below
     `torch.finfo(float32).tiny` become 0; nothing larger changes. `execute` calls it for every run.
@@ -151,12 +150,12 @@ def json_float(x):
 # %% ../nbs/01_registry.ipynb #1b659fa4
 @dataclass
 class Experiment:
-    "One execution of a paper notebook at one scale: writes results, logs, tables and figures with provenance."
+    "One execution of a paper notebook at one scale: writes results, tables and figures with provenance."
     paper: str                                   # short name, e.g. 'dynamic_skip' (the notebook's name)
     scale: str = 'smoke'                         # one of SCALES
     seeds: list = field(default_factory=list)    # the seeds this run uses
     params: dict = field(default_factory=dict)   # the notebook's parameters (papermill cell)
-    device: str | None = None                    # device the run trains on (default: get_device())
+    device: str | None = None                    # device the run trains on (default: _get_device())
     def __post_init__(self):
         check_scale(self.scale)
         self.t0 = time.time()
@@ -164,18 +163,11 @@ class Experiment:
         self.out = results_dir()/self.scale/self.paper/('partial' if self.partial else '')
         self.figs = figures_dir()/self.scale/('partial' if self.partial else '')
 
-    def record(self, name: str, metrics: dict, wall_time: float | None = None, **extra) -> Path:
+    def record(self, name: str, metrics: dict, **extra) -> Path:
         "Write `metrics` with provenance to `results/<scale>/<paper>/<name>.json`."
-        rec = dict(paper=self.paper, name=name, scale=self.scale, metrics=metrics, seeds=self.seeds,
-                   params=self.params, wall_time_s=round(wall_time if wall_time is not None else time.time() - self.t0, 2),
-                   provenance=provenance(self.device), **extra)
+        rec = dict(paper=self.paper, name=name, scale=self.scale, metrics=metrics, seeds=self.seeds, params=self.params,
+                   wall_time_s=round(time.time() - self.t0, 2), provenance=provenance(self.device), **extra)
         return write_json(self.out/f'{name}.json', rec)
-
-    def log(self, name: str, **metrics) -> None:
-        "Append one line of metrics (e.g. one epoch) to `<name>.log.jsonl` (`name` may contain folders)."
-        path = self.out/f'{name}.log.jsonl'; path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, 'a') as f:
-            f.write(json.dumps(_jsonable(dict(time=round(time.time() - self.t0, 2), **metrics))) + '\n')
 
     def load(self, name: str, former: bool = False) -> dict | None:
         """The record `name` of this paper and scale, or None; None too where runs behind it are archived (a former recipe's,
@@ -197,11 +189,6 @@ def _load_result(paper: str, name: str, scale: str) -> dict | None:
     "Read `results/<scale>/<paper>/<name>.json`, or None if it does not exist."
     p = results_dir()/check_scale(scale)/paper/f'{name}.json'
     return json.loads(p.read_text()) if p.exists() else None
-
-def _read_log(paper: str, name: str, scale: str) -> list[dict]:
-    "The lines written by `Experiment.log(name, ...)`."
-    p = results_dir()/check_scale(scale)/paper/f'{name}.log.jsonl'
-    return [json.loads(l) for l in p.read_text().splitlines() if l.strip()] if p.exists() else []
 
 # %% ../nbs/01_registry.ipynb #b16f171d
 def num(v: float, digits: int = 2) -> str:
