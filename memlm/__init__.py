@@ -6,6 +6,7 @@ claims) stays importable from its own modules (`memlm.plan`, `memlm.claims`, ...
 This file is the one module not exported from a notebook: each name below is defined, documented and tested in its
 notebook (`nbs/`)."""
 __version__ = "0.0.1"
+import sys, types
 
 _FRONT = {  # name -> the module that defines it; imported on first use, so `python -m memlm.cli` and `import memlm.<module>`
              # do not pay for the whole front (torch and every paper) before they need it
@@ -32,3 +33,10 @@ def __getattr__(name: str):
     return value
 
 def __dir__(): return sorted([*globals(), *_FRONT])
+
+class _Front(types.ModuleType):
+    "The package keeps its front names: importing the submodule `memlm.evaluate` must not replace the function `memlm.evaluate`."
+    def __setattr__(self, name, value):
+        if not (name in _FRONT and isinstance(value, types.ModuleType)): super().__setattr__(name, value)
+
+sys.modules[__name__].__class__ = _Front

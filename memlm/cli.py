@@ -7,8 +7,7 @@ from __future__ import annotations
 import argparse, json, os, re, sys
 from pathlib import Path
 from typing import Callable
-from .data import repo_root
-from .registry import SCALES
+from .registry import SCALES, repo_root
 
 # %% auto #0
 __all__ = ['papers', 'positive_int', 'time_limit', 'main', 'plan_folders', 'status_overview']

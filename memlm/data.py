@@ -16,16 +16,13 @@ from torch import Tensor
 from tqdm import tqdm
 
 # %% auto #0
-__all__ = ['EOS', 'UNK', 'SPLITS', 'SOURCES', 'IMDB_URL', 'repo_root', 'data_dir', 'Vocab', 'is_heading', 'split_articles',
-           'encode_file', 'Corpus', 'Source', 'sources_table', 'ChecksumError', 'DataNotFoundError', 'sha256sum',
-           'verify_file', 'download', 'extract', 'ensure_corpus', 'corpus_folder', 'has_corpus', 'load_corpus',
-           'batchify', 'bptt_batches']
+__all__ = ['EOS', 'UNK', 'SPLITS', 'SOURCES', 'IMDB_URL', 'data_dir', 'Vocab', 'is_heading', 'split_articles', 'encode_file',
+           'Corpus', 'Source', 'sources_table', 'ChecksumError', 'DataNotFoundError', 'sha256sum', 'verify_file',
+           'download', 'extract', 'ensure_corpus', 'corpus_folder', 'has_corpus', 'load_corpus', 'batchify',
+           'bptt_batches']
 
 # %% ../nbs/00_data.ipynb #a99dd96a
-def repo_root() -> Path:
-    "The folder that holds the `memlm` package (the repository root for a source checkout)."
-    import memlm
-    return Path(memlm.__file__).resolve().parent.parent
+from .registry import repo_root   # the checkout root (defined with the scales, which load no torch)
 
 def data_dir(path=None, # explicit folder; wins over `$MEMLM_DATA`
             ) -> Path:

@@ -9,8 +9,15 @@ import ctypes, json, os, platform, random, socket, subprocess, time, math
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-import torch
-from .data import repo_root  # one definition of the checkout root
+import sys
+
+def repo_root() -> Path:
+    "The folder that holds the `memlm` package (the repository root for a source checkout)."
+    import memlm
+    return Path(memlm.__file__).resolve().parent.parent
+
+from typing import TYPE_CHECKING
+if TYPE_CHECKING: import torch   # imported where a function needs it, so that `python -m memlm.cli` checks its arguments before loading it
 
 SCALES = ('smoke', 'cpu', 'gpu', 'paper')  # from seconds on synthetic data to the papers' settings
 
@@ -29,13 +36,14 @@ def pick(scale: str, **by_scale):
     raise KeyError(f"no value given for scale {scale!r} (have {sorted(by_scale)})")
 
 # %% auto #0
-__all__ = ['SCALES', 'check_scale', 'pick', 'device_name', 'device_kind', 'results_dir', 'figures_dir', 'provenance',
+__all__ = ['SCALES', 'repo_root', 'check_scale', 'pick', 'device_name', 'device_kind', 'results_dir', 'figures_dir', 'provenance',
            'write_text', 'write_json', 'json_float', 'Experiment', 'archive_dir', 'archived_runs', 'num',
            'markdown_table']
 
 # %% ../nbs/01_registry.ipynb #cabb3332
 def _seed_everything(seed: int) -> None:
     "Seed python, numpy (if present) and torch (CPU and CUDA)."
+    import torch
     random.seed(seed); torch.manual_seed(seed)
     try:
         import numpy as np; np.random.seed(seed)
@@ -44,11 +52,13 @@ def _seed_everything(seed: int) -> None:
 # %% ../nbs/01_registry.ipynb #ba990458
 def _get_device() -> torch.device:
     "CUDA when available, else CPU."
+    import torch
     return torch.device('cuda' if torch.cuda.is_available() else 'cpu')
 
 # %% ../nbs/01_registry.ipynb #655a7d5c
 def device_name(device: torch.device | str | None = None) -> str:
     "Human-readable name of the device a run used (GPU model, or CPU with its thread count)."
+    import torch
     device = torch.device(device) if device is not None else _get_device()
     if device.type == 'cuda': return torch.cuda.get_device_name(device)
     return f"cpu ({platform.processor() or platform.machine()}, {torch.get_num_threads()} threads)"
@@ -82,6 +92,7 @@ def _flush_denormals() -> bool:
     `torch.finfo(float32).tiny` become 0; nothing larger changes. `execute` calls it for every run.
     False where the CPU does not support it (e.g. no SSE3)."""
     global _DENORMALS_FLUSHED
+    import torch
     _DENORMALS_FLUSHED = torch.set_flush_denormal(True)
     return _DENORMALS_FLUSHED
 
@@ -107,6 +118,7 @@ _CODE_AT_START = _code_state()   # the code this process imported: read once, so
 def provenance(device: torch.device | str | None = None) -> dict:
     """Commit and dirty flag of the code this process imported (`_CODE_AT_START`), date, device, versions and host.
     `head_now` is added when the checkout's HEAD has moved on since (a long campaign outliving a commit)."""
+    import torch
     p = dict(**_CODE_AT_START, date=datetime.now(timezone.utc).isoformat(timespec='seconds'),
              device=device_name(device), torch=torch.__version__, python=platform.python_version(),
              host=socket.gethostname())
@@ -121,7 +133,7 @@ def _jsonable(x):
     "Make tensors, numpy scalars, paths and dataclasses JSON-friendly."
     if isinstance(x, dict): return {str(k): _jsonable(v) for k, v in x.items()}
     if isinstance(x, (list, tuple)): return [_jsonable(v) for v in x]
-    if isinstance(x, torch.Tensor): return x.item() if x.numel() == 1 else x.tolist()
+    if 'torch' in sys.modules and isinstance(x, sys.modules['torch'].Tensor): return x.item() if x.numel() == 1 else x.tolist()
     if hasattr(x, '__dataclass_fields__'):
         from dataclasses import asdict; return _jsonable(asdict(x))
     if isinstance(x, Path): return str(x)
