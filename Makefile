@@ -146,7 +146,7 @@ summary: $(RUN_DEPS)
 
 test: $(STAMP)
 	cd nbs && OMP_NUM_THREADS=1 ../$(BIN)/nbdev_test --path . --n_workers 2 --timing
-	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q tests
+	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q -n 2 --dist loadfile tests   # two test files at a time (pytest-xdist), one per core
 
 lint: $(STAMP)
 	$(BIN)/ruff check memlm tests tools .ci

@@ -48,7 +48,7 @@ def test_round_trip_and_pending(results):
     toy = lambda name, s, **kw: mx.Spec(mx.toy_regression, mx.ToyConfig(**kw), seed=s, name=name)
     plan = Plan('demo', 'cpu', {'fast': [toy('fast', s, epochs=2) for s in (0, 1)], 'slow': [toy('slow', 0, epochs=300, sleep_s=0.5)]})
     fc.test_eq([s.name for _, s in pending([(plan, ['fast', 'slow'])])], ['fast', 'fast', 'slow'])
-    r = run_campaign([(plan, ['fast', 'slow'])], budget_s=20, margin_s=5, min_start_s=2, workers=2, device='cpu', threads=1, log=lambda *_: None)
+    r = run_campaign([(plan, ['fast', 'slow'])], budget_s=30, margin_s=5, min_start_s=2, workers=2, device='cpu', threads=1, log=lambda *_: None)
     fc.test_eq((sorted(r['done']), r['incomplete'], r['failed']), (sorted(s.folder for s in plan.parts['fast']), [plan.parts['slow'][0].folder], {}))
     fc.test_eq(load_record(plan.dir(plan.parts['slow'][0]))['stop_reason'], 'time limit (checkpointed)')   # stopped cleanly, recorded
     arcs = pack(r['dirs'], tmp/'out', root=tmp/'a', max_bytes=200_000)
