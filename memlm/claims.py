@@ -4,7 +4,7 @@
 
 # %% ../nbs/05b_claims.ipynb #cc6d4e9f
 from __future__ import annotations
-import csv, json, re
+import csv, json, math, re
 from pathlib import Path
 from .registry import SCALES, archived_runs, check_scale, results_dir, markdown_table, _fmt, _load_result, json_float
 
@@ -111,6 +111,7 @@ def _claim_note(c: dict, scale: str) -> str:
 
 # %% ../nbs/05b_claims.ipynb #32099d87
 def _fmt_ours(o: dict, where: str) -> str:
+    if not math.isfinite(float(o['value'])): return f"a run diverged (n={o['n']}, {where})" if o['n'] else f"diverged ({where})"   # inf or nan: no number
     return _fmt(o['value']) + (f" ± {_fmt(o['sd'])}" if o['sd'] else '') + (f" (n={o['n']}, {where})" if o['n'] else f" ({where})")
 
 def _where(r: dict) -> str:
