@@ -614,7 +614,7 @@ from .plan import GpuBasis, run_log
 from .experiment import load_record
 
 PTB_GPU_RUNS = {'lstm': 'gpu/dynamic_skip/archive/ptb_lstm-s0-30690ba5fd',        # Table 3's 2x650 LMs (batch 20, BPTT 35) on an H100:
-                'dynamic': 'gpu/dynamic_skip/archive/ptb_dynamic-s0-053b986d57'}  # 39 epochs (the dynamic one stopped at its deadline)
+                'dynamic': 'gpu/dynamic_skip/archive/ptb_dynamic-s0-053b986d57'}  # their logged epochs, the fastest of which is the basis
 CONLL_PADDED_STEPS = {10: 49_850}   # batch size -> eng.train's padded steps an epoch of iid batches, one direction: the sum of each
                                     # batch's longest sentence, the mean over shuffles (tests/test_data.py checks it against the data)
 IMDB_TRAIN_REVIEWS = 25_000         # aclImdb's training reviews (12,500 positive, 12,500 negative)

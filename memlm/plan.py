@@ -512,12 +512,14 @@ def run_lists(res: 'Results', specs: list[Spec]) -> dict:
     return dict(runs=[s.folder for s in specs if res.done(s)], missing=[s.folder for s in specs if not res.done(s)])
 
 # %% ../nbs/05c_plan.ipynb #cf58dcda
+def _diverged(n) -> str: return f'a run diverged ({n} seeds)' if n and n > 1 else 'diverged'   # a value that is inf or nan: no number to show
+
 def fmt_ms(metrics: dict, key: str, digits: int = 1, unit: str = '') -> str:
     "'79.5 ± 2.5% (3 seeds)' from a record's `<key>`, `<key>_std`, `<key>_n`; '(not run)' when absent, 'a run diverged' when it is not finite."
     v = metrics.get(key)
     if v is None: return '(not run)'
     sd, n = metrics.get(f'{key}_std'), metrics.get(f'{key}_n')
-    if not math.isfinite(float(v)): return f'a run diverged ({n} seeds)' if n and n > 1 else 'diverged'   # inf or nan: no number to show
+    if not math.isfinite(float(v)): return _diverged(n)
     if n and n > 1: return f'{num(v, digits)} ± {num(sd, digits)}{unit} ({n} seeds)'
     return f'{num(v, digits)}{unit}' + (' (1 seed)' if n == 1 else '')
 
@@ -527,7 +529,7 @@ def fmt_change(metrics: dict, key: str, digits: int = 2, unit: str = ' %', words
     v = metrics.get(key)
     if v is None: return '(not run)'
     sd, n = metrics.get(f'{key}_std'), metrics.get(f'{key}_n')
-    if not math.isfinite(float(v)): return f'a run diverged ({n} seeds)' if n and n > 1 else 'diverged'   # inf or nan: no number to show
+    if not math.isfinite(float(v)): return _diverged(n)
     return f'{num(abs(v), digits)}{unit} {words[v >= 0]}' + (f' (sd {num(sd, digits)}, {n} seeds)' if n and n > 1 else ' (1 seed)' if n == 1 else '')
 
 # %% ../nbs/05c_plan.ipynb #4ecb4027

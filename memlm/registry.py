@@ -10,14 +10,13 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 import sys
+from typing import TYPE_CHECKING
+if TYPE_CHECKING: import torch   # imported where a function needs it, so that `python -m memlm.cli` checks its arguments before loading it
 
 def repo_root() -> Path:
     "The folder that holds the `memlm` package (the repository root for a source checkout)."
     import memlm
     return Path(memlm.__file__).resolve().parent.parent
-
-from typing import TYPE_CHECKING
-if TYPE_CHECKING: import torch   # imported where a function needs it, so that `python -m memlm.cli` checks its arguments before loading it
 
 SCALES = ('smoke', 'cpu', 'gpu', 'paper')  # from seconds on synthetic data to the papers' settings
 
