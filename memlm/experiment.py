@@ -14,10 +14,10 @@ from .registry import (check_scale, results_dir, provenance, write_json, write_t
 from .train import fit, save_checkpoint, TimeLimitReached, Interrupted, TrainConfig
 
 # %% auto #0
-__all__ = ['EXPERIMENTS', 'LOADERS', 'NotebookParams', 'snapshot', 'read_params', 'experiment', 'key_name', 'config_dict',
-           'key_dict', 'data_identity', 'Spec', 'borrow', 'ckpt_home', 'stop_reason', 'RunContext', 'ToyConfig',
-           'toy_regression', 'record_mismatch', 'runs_dir', 'runs_command', 'final_weights', 'best_checkpoint',
-           'CorruptRecordError', 'load_record', 'loads', 'load_trained', 'run_lock', 'execute', 'global_reads']
+__all__ = ['LOADERS', 'NotebookParams', 'snapshot', 'read_params', 'experiment', 'key_dict', 'data_identity', 'Spec', 'borrow',
+           'ckpt_home', 'stop_reason', 'RunContext', 'ToyConfig', 'toy_regression', 'runs_dir', 'runs_command',
+           'final_weights', 'best_checkpoint', 'CorruptRecordError', 'load_record', 'loads', 'load_trained', 'execute',
+           'global_reads']
 
 # %% ../nbs/05_experiment.ipynb #3edf2536
 @dataclass
@@ -56,20 +56,20 @@ def read_params(ns: dict, before: frozenset, parts=(), cls=NotebookParams) -> No
 # %% ../nbs/05_experiment.ipynb #c02e73c2
 def _fn_name(fn: Callable) -> str: return f'{fn.__module__}.{fn.__qualname__}'
 
-EXPERIMENTS: dict[str, Callable] = {}   # the registered experiment functions, by the name their run keys carry
+_EXPERIMENTS: dict[str, Callable] = {}   # the registered experiment functions, by the name their run keys carry
 
 def experiment(name: str):
     """Register an experiment function under `name`: the name its run keys and records carry, wherever its code lives. The same
     function defined again (a notebook executing the cell that its module exports) takes the name over; another one is refused."""
     def register(fn):
-        if name in EXPERIMENTS and EXPERIMENTS[name].__qualname__ != fn.__qualname__:
-            raise ValueError(f'{name!r} already names {_fn_name(EXPERIMENTS[name])}, not {_fn_name(fn)}')
-        EXPERIMENTS[name] = fn
+        if name in _EXPERIMENTS and _EXPERIMENTS[name].__qualname__ != fn.__qualname__:
+            raise ValueError(f'{name!r} already names {_fn_name(_EXPERIMENTS[name])}, not {_fn_name(fn)}')
+        _EXPERIMENTS[name] = fn
         fn.key_name = name
         return fn
     return register
 
-def key_name(fn: Callable) -> str:
+def _key_name(fn: Callable) -> str:
     "What a run key calls its experiment function: its registered name, else (a function not registered) its `module.qualname`."
     return getattr(fn, 'key_name', None) or _fn_name(fn)
 
@@ -78,7 +78,7 @@ def _type_name(cfg) -> str:
     "What a run key calls a config's type: the class's pinned `key_type`, else its qualified name (no module: moving it keeps the key)."
     return vars(type(cfg)).get('key_type') or type(cfg).__qualname__
 
-def config_dict(cfg) -> dict:
+def _config_dict(cfg) -> dict:
     "A config as plain JSON data, with its type name (dataclasses, dicts of them, or None)."
     if cfg is None: return {}
     if is_dataclass(cfg): return {'_type': _type_name(cfg), **_jsonable(asdict(cfg))}
@@ -91,7 +91,7 @@ def _keyed(f, v) -> bool:
     return k is True or (k == 'if_set' and v != f.default)
 
 def key_dict(cfg) -> dict:
-    """`config_dict` without the fields marked `field(metadata={'key': False})` (where files are, progress bars): what identifies a run.
+    """`_config_dict` without the fields marked `field(metadata={'key': False})` (where files are, progress bars): what identifies a run.
     A field added to a config after runs were recorded is marked `metadata={'key': 'if_set'}`: keyed only off its default, so
     older records keep their keys (their runs had the default)."""
     if is_dataclass(cfg):
@@ -132,7 +132,7 @@ class Spec:
             raise TypeError(f'{self.fn!r}: an experiment function must be a module-level function (worker processes import it)')
         self.name = self.name or type(self.cfg).__name__
     @property
-    def key(self) -> str: return _content_key(key_name(self.fn), key_dict(self.cfg), self.seed, self.data_id)
+    def key(self) -> str: return _content_key(_key_name(self.fn), key_dict(self.cfg), self.seed, self.data_id)
     @property
     def folder(self) -> str: return f'{self.name}-s{self.seed}-{self.key}'
     @property
@@ -259,10 +259,10 @@ def _agrees(keyed, full) -> bool:
     if isinstance(keyed, list): return isinstance(full, list) and len(keyed) == len(full) and all(map(_agrees, keyed, full))
     return keyed == full
 
-def record_mismatch(rec: dict, spec: Spec) -> str | None:
+def _record_mismatch(rec: dict, spec: Spec) -> str | None:
     """Why record `rec` is not a record of run `spec` (its function, config, seed and data: what its key hashes), or None.
     A record from elsewhere (an unpacked archive, `tools/campaign.py unpack`) is trusted only where its own contents give its folder's key."""
-    want = dict(key=spec.key, fn=key_name(spec.fn), seed=spec.seed, data_id=spec.data_id)
+    want = dict(key=spec.key, fn=_key_name(spec.fn), seed=spec.seed, data_id=spec.data_id)
     bad = [f'{k} {rec.get(k)!r}, not {v!r}' for k, v in want.items() if rec.get(k) != v]
     if not _agrees(key_dict(spec.cfg), _jsonable(rec.get('config'))): bad.append("a config that is not the plan's")
     return '; '.join(bad) or None
@@ -300,7 +300,7 @@ def _carried_path(run_dir, stage: str = 'train') -> Path:
 def _ensure_carried(spec, d, rec: dict) -> dict:
     "The finished record `rec` of `spec` in folder `d`, its weights carried first where `spec.carry` asks and it finished before (`execute`, `Plan.run`)."
     if spec.carry and not rec.get('carried') and any(ckpt_home(d).glob('*/best.pt')):
-        with run_lock(Path(d)): rec['carried'] = _keep_weights(d, carry=True); write_json(Path(d)/'record.json', rec)
+        with _run_lock(Path(d)): rec['carried'] = _keep_weights(d, carry=True); write_json(Path(d)/'record.json', rec)
     return rec
 
 
@@ -534,7 +534,7 @@ def _start_from(spec: Spec, d: Path, root: Path):
 
 # %% ../nbs/05_experiment.ipynb #56c38b18
 @contextlib.contextmanager
-def run_lock(d: Path, wait: bool = True):
+def _run_lock(d: Path, wait: bool = True):
     """Hold the lock of run folder `d` (an `fcntl` lock on `d/.lock`). A second process waits for it, saying who holds it
     (`wait=False`: raises `BlockingIOError`); the lock of a process that died is released with it, so it is never stale."""
     d.mkdir(parents=True, exist_ok=True)
@@ -553,7 +553,7 @@ def _lock_holder(d: Path) -> str | None:
     "Who runs the run in folder `d` now (from its lock), or None."
     if not (Path(d)/'.lock').exists(): return None
     try:
-        with run_lock(Path(d), wait=False): return None
+        with _run_lock(Path(d), wait=False): return None
     except BlockingIOError: return (Path(d)/'.lock').read_text().strip() or 'another process'
 
 # %% ../nbs/05_experiment.ipynb #997b0137
@@ -590,7 +590,7 @@ def execute(spec: Spec, root: Path, *, deadline: float | None = None, rerun: boo
             raise
     rec = record()
     if rec is not None and rec['status'] == 'done' and not rerun: return _ensure_carried(spec, d, rec)
-    with run_lock(d):
+    with _run_lock(d):
         rec = record()                                                 # what the process we waited for left
         if rec is not None and rec['status'] == 'done' and not rerun: return rec
         return _execute_locked(spec, root, d, rec, deadline, rerun, device)
@@ -629,7 +629,7 @@ def _execute_locked(spec, root, d, rec, deadline, rerun, device) -> dict:
         for f in d.iterdir():
             if f.name != '.lock': shutil.rmtree(f) if f.is_dir() else f.unlink()
         shutil.rmtree(ck, ignore_errors=True); rec = None
-    if not ck.exists() and (d/'parked').is_dir():                       # checkpoints parked in the run folder (`memlm.plan.park`)
+    if not ck.exists() and (d/'parked').is_dir():                       # checkpoints parked in the run folder (`memlm.plan._park`)
         tmp = ck.with_name(ck.name + '.unparked'); shutil.rmtree(tmp, ignore_errors=True)
         shutil.copytree(d/'parked', tmp); os.replace(tmp, ck)             # whole or not at all
     if rec is not None and not ck.exists(): rec = None                  # interrupted, its checkpoint lost: it starts over
@@ -651,7 +651,7 @@ def _execute_locked(spec, root, d, rec, deadline, rerun, device) -> dict:
     stages = ctx.fits + ([cut] if status == 'incomplete' and (cut := _stage_so_far(ctx, why)) else [])
     wall = time.time() - t0 + ((rec or {}).get('wall_time_s') or 0) + killed.get('wall_time_s', 0)   # summed over every session
     last = stages[-1] if stages else {}
-    rec = dict(name=spec.name, key=spec.key, fn=key_name(spec.fn), config=config_dict(spec.cfg), seed=spec.seed,
+    rec = dict(name=spec.name, key=spec.key, fn=_key_name(spec.fn), config=_config_dict(spec.cfg), seed=spec.seed,
                data_id=spec.data_id, extends=spec.extends.folder if spec.extends else None, from_epoch=spec.from_epoch, status=status,
                metrics=metrics, epochs=last.get('epochs'), best_epoch=last.get('best_epoch'), stop_reason=last.get('stop_reason'),
                stages=stages, train_time_s=round(sum(f['train_time_s'] for f in stages), 2), wall_time_s=round(wall, 2),

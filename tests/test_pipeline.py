@@ -38,10 +38,10 @@ def test_make_rejects_unknown_paper():
 def test_make_accepts_valid_scales(capsys):
     """`python -m memlm.cli check` (what `make reproduce` runs first) accepts every scale: its `main`, in this process (the command's
     exit status on a refusal is the tests above, and test_run_layer's `make reproduce SCALE=cpu ... PARTS=bogus` gets past the scale)."""
-    from memlm.cli import main, papers
+    from memlm.cli import main, _papers
     for s in ('smoke', 'cpu', 'gpu', 'paper'):
         assert main(['check', '--scale', s]) == 0, s
-        assert capsys.readouterr().out.split() == papers(), s   # every paper, when PAPERS names none
+        assert capsys.readouterr().out.split() == _papers(), s   # every paper, when PAPERS names none
 
 
 def _param_cells(nb):
