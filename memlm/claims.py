@@ -6,7 +6,7 @@
 from __future__ import annotations
 import csv, json, math, re
 from pathlib import Path
-from .registry import SCALES, _archived_runs, check_scale, results_dir, markdown_table, _fmt, _load_result, json_float
+from .registry import SCALES, _archived_runs, results_dir, markdown_table, _fmt, _load_result, json_float
 
 # %% auto #0
 __all__ = ['PAPERS', 'read_claims', 'claim_verdicts', 'headline', 'claim_lines', 'claims_forest', 'unrecorded_claims',
@@ -90,7 +90,7 @@ def _schedule(rec: dict, paper_dir: Path, arms: str = '') -> str:
         return span(ms, 'meta-steps')
     return span(sorted({r['epochs'] for r in rs if isinstance(r.get('epochs'), int) and r['epochs'] > 0}), 'epochs')
 
-_EARLY_STOPS = ('patience', 'finetune converged', 'time budget', 'callback')   # stop reasons (`memlm.experiment.stop_reason`) other than the cap
+_EARLY_STOPS = ('patience', 'finetune converged', 'time budget', 'callback')   # stop reasons (`memlm.experiment._stop_reason`) other than the cap
 
 def _unequal_schedules(rec: dict, paper_dir: Path, arms: str = '') -> str | None:
     """Why the runs behind an aggregated record (`arms`: only the runs of those names, space-separated: one comparison's own) did not
@@ -143,8 +143,7 @@ def _condition(c: dict, o: dict | None, scale: str | None) -> str | None:
     m = re.fullmatch(r'\s*(?:([\w.\-]+):)?([\w/.\-]+)\s*(>=|<=|>|<)\s*(-?[\d.eE+-]+)\s*', c['condition'])
     if not m: raise ValueError(f"{c['paper']}: condition {c['condition']!r} of {c['claim'][:40]!r} is not '[<record>:]<metric> <op> <number>'")
     result, key, op, x = m.group(1) or c['result'], m.group(2), m.group(3), float(m.group(4))
-    p = results_dir()/scale/c['paper']/f"{result}.json"
-    v = json_float(json.loads(p.read_text()).get('metrics', {}).get(key)) if p.exists() else None
+    v = json_float(((_load_result(c['paper'], result, scale) or {}).get('metrics') or {}).get(key))
     where = '' if result == c['result'] else f'{result}: '
     if v is None: return f'{where}{key} not recorded, so its condition {key} {op} {x:g} cannot be checked'
     ok = {'>=': operator.ge, '<=': operator.le, '>': operator.gt, '<': operator.lt}[op](v, x)
@@ -476,8 +475,7 @@ def unrecorded_claims(paper: str, scale: str) -> list[str]:
     out = []
     for c in read_claims():
         if c['paper'] != paper or c.get('scale') not in (None, '', scale): continue   # a row about another scale
-        p = results_dir()/check_scale(scale)/paper/f"{c['result']}.json"
-        if p.exists() and c['key'] not in json.loads(p.read_text()).get('metrics', {}): out.append(f"{c['claim']} ({c['result']}: {c['key']})")
+        if (rec := _load_result(paper, c['result'], scale)) is not None and c['key'] not in rec.get('metrics', {}): out.append(f"{c['claim']} ({c['result']}: {c['key']})")
     return out
 
 # %% ../nbs/05b_claims.ipynb #6b1f51ca

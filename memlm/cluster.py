@@ -59,7 +59,7 @@ def _make_executor(kind: str, folder: Path, res: _Resources):
     return ex
 
 def submit_plan(plan: Plan, parts=None, *, executor: str = 'local', folder: Path | None = None, resources: _Resources | None = None,
-                poll_s: float = 1., on_submit=None, progress: bool = True) -> Results:
+                on_submit=None, progress: bool = True) -> Results:
     "Run the missing runs of `parts` as submitit jobs, a job array per wave of ready runs; wait for them; return the plan's records."
     res = resources or _SCALE_RESOURCES[plan.scale]
     folder = Path(folder or plan.root.parent/'jobs')

@@ -9,15 +9,14 @@ from dataclasses import MISSING, dataclass, field, fields, is_dataclass, asdict,
 from pathlib import Path
 from typing import Any, Callable
 import torch
-from .registry import (check_scale, results_dir, provenance, write_json, write_text, _jsonable, json_float, _get_device,
+from .registry import (check_scale, results_dir, _provenance, write_json, write_text, _jsonable, json_float, _get_device,
                             _seed_everything, _keep_freed_memory, _flush_denormals)
 from .train import fit, save_checkpoint, TimeLimitReached, Interrupted, TrainConfig
 
 # %% auto #0
 __all__ = ['LOADERS', 'NotebookParams', 'snapshot', 'read_params', 'experiment', 'key_dict', 'data_identity', 'Spec', 'borrow',
-           'ckpt_home', 'stop_reason', 'RunContext', 'ToyConfig', 'toy_regression', 'runs_dir', 'runs_command',
-           'final_weights', 'best_checkpoint', 'CorruptRecordError', 'load_record', 'loads', 'load_trained', 'execute',
-           'global_reads']
+           'ckpt_home', 'RunContext', 'ToyConfig', 'toy_regression', 'runs_dir', 'runs_command', 'final_weights',
+           'best_checkpoint', 'CorruptRecordError', 'load_record', 'loads', 'load_trained', 'execute', 'global_reads']
 
 # %% ../nbs/05_experiment.ipynb #3edf2536
 @dataclass
@@ -153,7 +152,7 @@ def ckpt_home(run_dir) -> Path:
     return Path(root).joinpath(*Path(run_dir).resolve().parts[-4:]) if root else Path(run_dir)/"ckpt"
 
 # %% ../nbs/05_experiment.ipynb #e4e098b7
-def stop_reason(hist: list[dict], epochs: int) -> str:
+def _stop_reason(hist: list[dict], epochs: int) -> str:
     "Why a `fit` history ended: patience, time budget, fine-tuning converged, callback, or the epoch cap (still improving or not)."
     if not hist: return 'not started'
     reason = hist[-1].get('stopped') or ('cap' if len(hist) >= epochs else 'unknown')
@@ -165,7 +164,7 @@ def _fit_summary(hist: list[dict], epochs: int, stage: str = 'train') -> dict:
     "Epochs, best epoch, stop reason and training time of a `fit` history."
     best = [h['epoch'] for h in hist if h.get('best')]
     return dict(stage=stage, epochs=len(hist), epoch_cap=epochs, best_epoch=best[-1] if best else None, steps=hist[-1].get('step') if hist else 0,
-                stop_reason=stop_reason(hist, epochs), train_time_s=round(sum(h.get('time_s', 0) for h in hist), 2))
+                stop_reason=_stop_reason(hist, epochs), train_time_s=round(sum(h.get('time_s', 0) for h in hist), 2))
 
 # %% ../nbs/05_experiment.ipynb #45fe43d4
 def _json_back(x):
@@ -656,7 +655,7 @@ def _execute_locked(spec, root, d, rec, deadline, rerun, device) -> dict:
                metrics=metrics, epochs=last.get('epochs'), best_epoch=last.get('best_epoch'), stop_reason=last.get('stop_reason'),
                stages=stages, train_time_s=round(sum(f['train_time_s'] for f in stages), 2), wall_time_s=round(wall, 2),
                sessions=(rec or {}).get('sessions', 0) + killed.get('sessions', 0) + 1,
-               killed_sessions=(rec or {}).get('killed_sessions', 0) + killed.get('sessions', 0), note=error, provenance=provenance(device))
+               killed_sessions=(rec or {}).get('killed_sessions', 0) + killed.get('sessions', 0), note=error, provenance=_provenance(device))
     if _LOADED_WEIGHTS: rec['weights_loaded'] = list(_LOADED_WEIGHTS)   # the trained runs it read, and which copy of each
     rec['trained_by'] = _trained_by(prev, rec, stages)
     if replaces is not None and status == 'done' and _same_numbers(replaces.get('metrics'), metrics) and 'date' in replaces.get('provenance', {}):

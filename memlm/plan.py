@@ -120,7 +120,7 @@ class Plan:
         if self.scale == 'smoke':                  # smoke runs test the code: never served from a cache, but a run another paper's
             rerun = {s.folder for s in self.specs(parts) if s.home in (None, self.paper)}   # plan owns is reused: that notebook may be reading it now
         def again(s: Spec) -> bool: return rerun is True or bool(rerun) and s.folder in rerun
-        def late(s: Spec) -> bool: return deadline is not None and time.time() >= deadline
+        def late() -> bool: return deadline is not None and time.time() >= deadline
         specs = self.specs(parts)
         margin = margin_s if margin_s is not None else (min(120., 0.05 * time_limit_s) if time_limit_s else 0.)
         deadline = t0 + time_limit_s - margin if time_limit_s is not None else None   # 0: start nothing, read the records
@@ -150,7 +150,7 @@ class Plan:
                   + (f' ({", ".join(reused)})' if reused and len(reused) <= 8 else '') + (f', {len(todo)} to run' if todo else ', nothing to run'), flush=True)
         if workers <= 1 or len(todo) <= 1:
             for s in todo:
-                if late(s) or not self._ready(s, records): remaining.append(s); continue
+                if late() or not self._ready(s, records): remaining.append(s); continue
                 records[s.folder] = execute(s, self.dir(s).parent, deadline=deadline, rerun=again(s), device=device)
                 if progress: print(_run_line(records[s.folder], s))
         else:
@@ -161,7 +161,7 @@ class Plan:
                 for wave in self._waves(todo):
                     futs = {}
                     for i, s in enumerate(wave):
-                        if late(s) or not self._ready(s, records): remaining.append(s); continue
+                        if late() or not self._ready(s, records): remaining.append(s); continue
                         dev = f'cuda:{i % ngpu}' if ngpu else device
                         futs[ex.submit(_worker_run, s, str(self.dir(s).parent), deadline, again(s), dev)] = s
                     for f in as_completed(futs):
@@ -190,10 +190,12 @@ class Plan:
 # %% ../nbs/05c_plan.ipynb #e166cc15
 def _requires(s: Spec) -> list[Spec]: return ([s.extends] if s.extends is not None else []) + list(s.needs)
 
-def _readable(d: Path) -> dict:
-    "The record of the run in folder `d`, or {} where it has none or it cannot be read (a `CorruptRecordError`)."
+def _readable(d: Path, warn: bool = False) -> dict:
+    "The record of the run in folder `d`, or {} where it has none or it cannot be read (a `CorruptRecordError`, which `warn` names)."
     try: return load_record(d) or {}
-    except CorruptRecordError: return {}
+    except CorruptRecordError as e:
+        if warn: print(f'left out: {e}', flush=True)
+        return {}
 
 # %% ../nbs/05c_plan.ipynb #f54d821d
 def _run_line(rec: dict, s: Spec) -> str:
@@ -285,13 +287,8 @@ def _park(run_dir, tries: int = 5) -> dict:
 def finished(self: Plan, res: Results | None = None, parts=None) -> Results:
     "The records of the runs listed in `parts` (default all): this execution's (`res`) where it has them, else the ones on disk."
     specs = list({s.folder: s for p in self.part_names(parts) for s in self.parts[p]}.values())   # without what they extend or need
-    recs = {s.folder: res[s] if res is not None and s.folder in res else _record_or_warn(self.dir(s)) for s in specs}
-    return Results(specs, {k: v for k, v in recs.items() if v is not None}, [])
-
-def _record_or_warn(d: Path) -> dict | None:
-    "A run's record for rendering: a corrupt one is named (with the way out) and left out, as if not run."
-    try: return load_record(d)
-    except CorruptRecordError as e: print(f'left out: {e}', flush=True); return None
+    recs = {s.folder: res[s] if res is not None and s.folder in res else _readable(self.dir(s), warn=True) for s in specs}
+    return Results(specs, {k: v for k, v in recs.items() if v}, [])   # a corrupt record named and left out, as if not run
 
 # %% ../nbs/05c_plan.ipynb #db67115c
 def run_log(d: Path, stage: str = 'train') -> list[dict]:
@@ -515,20 +512,16 @@ def _diverged(n) -> str: return f'a run diverged ({n} seeds)' if n and n > 1 els
 
 def fmt_ms(metrics: dict, key: str, digits: int = 1, unit: str = '') -> str:
     "'79.5 ± 2.5% (3 seeds)' from a record's `<key>`, `<key>_std`, `<key>_n`; '(not run)' when absent, 'a run diverged' when it is not finite."
-    v = metrics.get(key)
-    if v is None: return '(not run)'
-    sd, n = metrics.get(f'{key}_std'), metrics.get(f'{key}_n')
-    if not math.isfinite(float(v)): return _diverged(n)
+    v, sd, n = metrics.get(key), metrics.get(f'{key}_std'), metrics.get(f'{key}_n')
+    if v is None or not math.isfinite(float(v)): return '(not run)' if v is None else _diverged(n)
     if n and n > 1: return f'{num(v, digits)} ± {num(sd, digits)}{unit} ({n} seeds)'
     return f'{num(v, digits)}{unit}' + (' (1 seed)' if n == 1 else '')
 
 def fmt_change(metrics: dict, key: str, digits: int = 2, unit: str = ' %', words: tuple = ('lower', 'higher')) -> str:
     """A signed change `<key>` of a record as words: '1.45 % higher (sd 0.22, 3 seeds)', its sign read as `words` (below zero,
     else); '(not run)' when absent. `words=('higher', 'lower')` for a gain (a positive gain lowers perplexity)."""
-    v = metrics.get(key)
-    if v is None: return '(not run)'
-    sd, n = metrics.get(f'{key}_std'), metrics.get(f'{key}_n')
-    if not math.isfinite(float(v)): return _diverged(n)
+    v, sd, n = metrics.get(key), metrics.get(f'{key}_std'), metrics.get(f'{key}_n')
+    if v is None or not math.isfinite(float(v)): return '(not run)' if v is None else _diverged(n)
     return f'{num(abs(v), digits)}{unit} {words[v >= 0]}' + (f' (sd {num(sd, digits)}, {n} seeds)' if n and n > 1 else ' (1 seed)' if n == 1 else '')
 
 # %% ../nbs/05c_plan.ipynb #4ecb4027

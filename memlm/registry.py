@@ -35,8 +35,8 @@ def pick(scale: str, **by_scale):
     raise KeyError(f"no value given for scale {scale!r} (have {sorted(by_scale)})")
 
 # %% auto #0
-__all__ = ['SCALES', 'repo_root', 'check_scale', 'pick', 'device_kind', 'results_dir', 'provenance', 'write_text', 'write_json',
-           'json_float', 'Experiment', 'archive_dir', 'num', 'markdown_table']
+__all__ = ['SCALES', 'repo_root', 'check_scale', 'pick', 'device_kind', 'results_dir', 'write_text', 'write_json', 'json_float',
+           'Experiment', 'archive_dir', 'num', 'markdown_table']
 
 # %% ../nbs/01_registry.ipynb #cabb3332
 def _seed_everything(seed: int) -> None:
@@ -113,7 +113,7 @@ def _code_state() -> dict:
 
 _CODE_AT_START = _code_state()   # the code this process imported: read once, so a later commit or edit does not relabel its runs
 
-def provenance(device: torch.device | str | None = None) -> dict:
+def _provenance(device: torch.device | str | None = None) -> dict:
     """Commit and dirty flag of the code this process imported (`_CODE_AT_START`), date, device, versions and host.
     `head_now` is added when the checkout's HEAD has moved on since (a long campaign outliving a commit)."""
     import torch
@@ -176,7 +176,7 @@ class Experiment:
     def record(self, name: str, metrics: dict, **extra) -> Path:
         "Write `metrics` with provenance to `results/<scale>/<paper>/<name>.json`."
         rec = dict(paper=self.paper, name=name, scale=self.scale, metrics=metrics, seeds=self.seeds, params=self.params,
-                   wall_time_s=round(time.time() - self.t0, 2), provenance=provenance(self.device), **extra)
+                   wall_time_s=round(time.time() - self.t0, 2), provenance=_provenance(self.device), **extra)
         return write_json(self.out/f'{name}.json', rec)
 
     def load(self, name: str, former: bool = False) -> dict | None:
@@ -225,7 +225,7 @@ def table(self: Experiment, rows: list[dict], name: str, columns: list[str] | No
            caption: str = '', digits: int = 2) -> str:
     "Write `rows` as markdown to `results/<scale>/<paper>/<name>.md` (with a provenance footer) and return it."
     md = (f'**{caption}**\n\n' if caption else '') + markdown_table(rows, columns, digits)
-    p = provenance(self.device)
+    p = _provenance(self.device)
     foot = f"\n_scale {self.scale}; seeds {self.seeds}; rendered at commit {(p['commit'] or '?')[:10]}{'+dirty' if p['dirty'] else ''} on {p['device']}, {p['date']}; where each run trained: its record.json_\n"
     write_text(self.out/f'{name}.md', md + foot)
     return md

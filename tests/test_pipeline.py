@@ -86,13 +86,13 @@ def test_provenance_dirty_flag_ignores_run_outputs(tmp_path):
     # one process: its records' flag (read at import), the checkout's state after a run's output and after a code edit
     probe = textwrap.dedent("""
         from pathlib import Path
-        from memlm.registry import _code_state, provenance
-        print(provenance()['dirty'])
+        from memlm.registry import _code_state, _provenance
+        print(_provenance()['dirty'])
         Path('results/summary.md').write_text('rewritten by a run\\n'); print(_code_state()['dirty'])
         Path('memlm/__init__.py').write_text(Path('memlm/__init__.py').read_text() + '# edited\\n'); print(_code_state()['dirty'])
-        print(provenance()['dirty'])   # this process's records keep the code it imported
+        print(_provenance()['dirty'])   # this process's records keep the code it imported
     """)
     run = lambda code: subprocess.run([sys.executable, '-c', code], cwd=clone, capture_output=True, text=True,
                                       env={'PYTHONPATH': str(clone), 'PATH': '/usr/bin:/bin'}, check=True).stdout.split()
     assert run(probe) == ['False', 'False', 'True', 'False']
-    assert run("from memlm.registry import provenance; print(provenance()['dirty'])") == ['True']   # a process that imports the edited code
+    assert run("from memlm.registry import _provenance; print(_provenance()['dirty'])") == ['True']   # a process that imports the edited code
