@@ -493,11 +493,12 @@ def _model_card(rec: dict, cfg, corpus, run_dir) -> _ModelCard:
     return _ModelCard(f'{d.parts[-4]}/{d.parts[-3]}/{d.name}', data, '; '.join(stages), main, gate)
 
 # %% ../nbs/05_experiment.ipynb #a31fc66e
-def _import_paper(paper: str):
-    "Import `paper`'s runs module (`memlm.<paper>_runs`, else `memlm.<paper>`): it registers its runs' experiment functions and loaders."
+def _plan_module(paper: str, missing_ok: bool = False):
+    """The module with `paper`'s `make_plan` and `PARTS`, which registers its runs' experiment functions and loaders: `memlm.<paper>_runs`
+    where the notebook exports its runs apart, else `memlm.<paper>` (neither: None if `missing_ok`, else `ModuleNotFoundError`)."""
     import importlib, importlib.util
     name = next((n for n in (f'memlm.{paper}_runs', f'memlm.{paper}') if importlib.util.find_spec(n)), None)
-    if name is not None: importlib.import_module(name)
+    return None if name is None and missing_ok else importlib.import_module(name or f'memlm.{paper}')
 
 def _load_named(run: str, seed: int, scale: str, data_path: str | None) -> tuple:
     "`load_trained('<paper>/<run>', seed=, scale=)`: the model (its card as `model.card`) and its corpus."
@@ -505,7 +506,7 @@ def _load_named(run: str, seed: int, scale: str, data_path: str | None) -> tuple
     rec = load_record(d)
     if rec is None or rec['status'] != 'done': raise FileNotFoundError(f'{d}: the run has not finished (no record, or an incomplete one): {runs_command(d)}')
     if not _has_weights(d): raise _no_weights([d], scale)
-    _import_paper(run.partition('/')[0])
+    _plan_module(run.partition('/')[0], missing_ok=True)
     cfg = _config_from_record(rec, data_path)
     model, corpus = load_trained(cfg, d)
     model.card = _model_card(rec, cfg, corpus, d)

@@ -23,7 +23,7 @@ import torch
 from .registry import check_scale, device_kind, _get_device, markdown_table, num
 from .train import Interrupted
 from .experiment import (CorruptRecordError, Spec, _RUN_FOLDER, _snapshot_dir, ckpt_home, _config_dict, _ensure_carried, execute,
-    _fn_name, _key_name, load_record, _lock_holder, runs_dir)
+    _fn_name, _key_name, load_record, _lock_holder, _plan_module, runs_dir)
 
 # %% ../nbs/05c_plan.ipynb #2c3ddca9
 def _worker_init(threads: int | None):
@@ -239,12 +239,6 @@ def by_folder(self: Plan, folder: str) -> Spec | None:
     return next((s for s in self.specs() if s.folder == folder), None)
 
 # %% ../nbs/05c_plan.ipynb #a82e35e5
-def _plan_module(paper: str):
-    "The module with `paper`'s `make_plan` and `PARTS`: `memlm.<paper>_runs` where the notebook exports its runs apart, else `memlm.<paper>`."
-    import importlib, importlib.util
-    name = f'memlm.{paper}_runs'
-    return importlib.import_module(name if importlib.util.find_spec(name) else f'memlm.{paper}')
-
 def paper_plan(paper: str, scale: str, seeds: list[int], data_path: str | None = None) -> Plan:
     "`make_plan(scale, seeds, data_path)` of `paper`'s plan module: a paper notebook's plan, by the paper's name."
     return _plan_module(paper).make_plan(scale, seeds, data_path)
