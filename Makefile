@@ -136,7 +136,7 @@ gpu-check: $(RUN_DEPS)
 	    > "runs/gpu-check/$$(basename $$nb .ipynb).log" 2>&1 & pids+=($$!); \
 	done; fail=0; \
 	for i in $${!pids[@]}; do wait $${pids[$$i]} || { fail=1; echo "gpu-check: $$(echo $$nbs | cut -d' ' -f$$((i+1))) failed, log in runs/gpu-check/" >&2; }; done; \
-	echo "gpu-check: $$(echo $$nbs | wc -w) notebooks in $$(( $$(date +%s) - t0 )) s on $$($(RUN_PY) -c 'from memlm.registry import device_name; print(device_name())')"; \
+	echo "gpu-check: $$(echo $$nbs | wc -w) notebooks in $$(( $$(date +%s) - t0 )) s on $$($(RUN_PY) -c 'from memlm.registry import _device_name; print(_device_name())')"; \
 	exit $$fail
 
 # Spend a GPU machine (tools/campaign.py): the pending runs in the stated priority order, GPU_WORKERS at a time, all stopped

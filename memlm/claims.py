@@ -6,19 +6,18 @@
 from __future__ import annotations
 import csv, json, math, re
 from pathlib import Path
-from .registry import SCALES, archived_runs, check_scale, results_dir, markdown_table, _fmt, _load_result, json_float
+from .registry import SCALES, _archived_runs, results_dir, markdown_table, _fmt, _load_result, json_float
 
 # %% auto #0
-__all__ = ['PAPERS', 'read_claims', 'claim_verdicts', 'verdict_text', 'headline', 'claim_lines', 'claims_forest',
-           'paper_notebook', 'paper_reports', 'scale_costs', 'cost_text', 'memory_table', 'write_results',
-           'unrecorded_claims', 'render_findings']
+__all__ = ['PAPERS', 'read_claims', 'claim_verdicts', 'headline', 'claim_lines', 'claims_forest', 'unrecorded_claims',
+           'render_findings']
 
 # %% ../nbs/05b_claims.ipynb #23eae526
 _CLAIM_COLUMNS = ('claim', 'paper_value', 'result', 'key', 'kind', 'expect', 'tol', 'n', 'n_basis', 'note')
 
 def read_claims(claims_dir: Path | None = None) -> list[dict]:
     "All rows of `results/claims/*.csv`, with the paper name and the parsed `test` added; missing columns or a bad test raise, naming the row."
-    from memlm.stats import parse_test
+    from memlm.stats import _parse_test
     claims_dir = Path(claims_dir or results_dir()/'claims')
     rows = []
     for f in sorted(claims_dir.glob('*.csv')):
@@ -27,7 +26,7 @@ def read_claims(claims_dir: Path | None = None) -> list[dict]:
                 missing = [c for c in _CLAIM_COLUMNS if c not in r]
                 if missing: raise ValueError(f'{f.name}: missing columns {missing}; expected {", ".join(_CLAIM_COLUMNS)}')
                 where = f'{f.name} row {i + 2}'
-                t = parse_test(r['kind'], r['expect'], r['tol'], where)
+                t = _parse_test(r['kind'], r['expect'], r['tol'], where)
                 if r['n'] and not r['n'].isdigit(): raise ValueError(f"{where}: n {r['n']!r} is not a number of seeds")
                 if r.get('scale') and r['scale'] not in SCALES: raise ValueError(f"{where}: scale {r['scale']!r} is not one of {', '.join(SCALES)}")
                 rows.append(dict(paper=f.stem, **r, test=t))
@@ -47,7 +46,7 @@ def _records(c: dict, scales):
         rec = json.loads(p.read_text()); v = json_float(rec.get('metrics', {}).get(c['key']))   # 'inf': a diverged run's
         if v is not None and not isinstance(v, str): yield s, p, rec, float(v)
 
-def _claim_value(c: dict, scales=('paper', 'gpu', 'cpu'), archived=archived_runs) -> dict | None:
+def _claim_value(c: dict, scales=('paper', 'gpu', 'cpu'), archived=_archived_runs) -> dict | None:
     """Ours for claim `c` at the largest scale with a complete record (else a partial one): value, sd, n, scale, partial, unequal,
     schedule; None when not run. A record made of archived runs (a former recipe's) is not ours any more: see `_former_value`."""
     partial = None
@@ -61,7 +60,7 @@ def _claim_value(c: dict, scales=('paper', 'gpu', 'cpu'), archived=archived_runs
         partial = partial or o
     return partial
 
-def _former_value(c: dict, scales=('paper', 'gpu', 'cpu'), archived=archived_runs) -> str:
+def _former_value(c: dict, scales=('paper', 'gpu', 'cpu'), archived=_archived_runs) -> str:
     "What a former recipe's runs gave for claim `c`, for the note of a claim not yet re-run on the current one ('' if none)."
     for s, p, rec, v in _records(c, scales):
         if old := archived(rec, c['paper'], s):
@@ -91,7 +90,7 @@ def _schedule(rec: dict, paper_dir: Path, arms: str = '') -> str:
         return span(ms, 'meta-steps')
     return span(sorted({r['epochs'] for r in rs if isinstance(r.get('epochs'), int) and r['epochs'] > 0}), 'epochs')
 
-_EARLY_STOPS = ('patience', 'finetune converged', 'time budget', 'callback')   # stop reasons (`memlm.experiment.stop_reason`) other than the cap
+_EARLY_STOPS = ('patience', 'finetune converged', 'time budget', 'callback')   # stop reasons (`memlm.experiment._stop_reason`) other than the cap
 
 def _unequal_schedules(rec: dict, paper_dir: Path, arms: str = '') -> str | None:
     """Why the runs behind an aggregated record (`arms`: only the runs of those names, space-separated: one comparison's own) did not
@@ -128,7 +127,7 @@ def _results_row(r: dict, common: dict, path: Path) -> dict:
     why = '; '.join(x for x in (r['why'], r['note'] if r['note'] != common.get(r['scale']) else '') if x)
     return {'claim': r['claim'], 'test': f"{r['kind']} {r['expect']}".strip() + (f" (n={r['n_declared']})" if r['n_declared'] else ''),
             'paper': _fmt(r['paper_value']) if r['paper_value'] is not None else '–', 'ours': '–' if r['value'] is None else _fmt_ours(r, _where(r)),
-            '95% CI': _fmt_ci(r['ci']), 'verdict': verdict_text(r),
+            '95% CI': _fmt_ci(r['ci']), 'verdict': _verdict_text(r),
             'seeds needed': r['seeds_needed'] if r['verdict'] == 'inconclusive' and not r['powered'] else None, 'why': why,
             'record': f"[{r['result']}]({rec.relative_to(path.parent)})" if rec and rec.exists() else ''}
 
@@ -144,8 +143,7 @@ def _condition(c: dict, o: dict | None, scale: str | None) -> str | None:
     m = re.fullmatch(r'\s*(?:([\w.\-]+):)?([\w/.\-]+)\s*(>=|<=|>|<)\s*(-?[\d.eE+-]+)\s*', c['condition'])
     if not m: raise ValueError(f"{c['paper']}: condition {c['condition']!r} of {c['claim'][:40]!r} is not '[<record>:]<metric> <op> <number>'")
     result, key, op, x = m.group(1) or c['result'], m.group(2), m.group(3), float(m.group(4))
-    p = results_dir()/scale/c['paper']/f"{result}.json"
-    v = json_float(json.loads(p.read_text()).get('metrics', {}).get(key)) if p.exists() else None
+    v = json_float(((_load_result(c['paper'], result, scale) or {}).get('metrics') or {}).get(key))
     where = '' if result == c['result'] else f'{result}: '
     if v is None: return f'{where}{key} not recorded, so its condition {key} {op} {x:g} cannot be checked'
     ok = {'>=': operator.ge, '<=': operator.le, '>': operator.gt, '<': operator.lt}[op](v, x)
@@ -156,9 +154,9 @@ def _late(c: dict) -> bool:
     return (c.get('condition_declared') or '').strip() == 'after'
 
 def _family_verdicts(cs: list[dict], vals: list, fails: list, posthoc_rule: bool = False) -> list[dict]:
-    """`decide` over one declared family (`fails`: each claim's failed condition, `_condition`): each claim's exclusion rule applied
+    """`_decide` over one declared family (`fails`: each claim's failed condition, `_condition`): each claim's exclusion rule applied
     only where it declared it (`posthoc_rule`: applied to all)."""
-    from memlm.stats import decide
+    from memlm.stats import _decide
     ins = []
     for c, o, fail in zip(cs, vals, fails):
         rules = {x.strip() for x in (c.get('exclusion') or '').split(',') if x.strip()}
@@ -169,11 +167,11 @@ def _family_verdicts(cs: list[dict], vals: list, fails: list, posthoc_rule: bool
                         unequal=o and o.get('unequal') if (posthoc_rule or 'early_stopped' in rules) else None,
                         construction=f"{c.get('condition_says') or 'true by construction at the recorded state'} ({fail})" if fail and not _late(c) else None,
                         posthoc='declared after its runs' if (c.get('declared') or '').strip() == 'after' else None))
-    return [i | v for i, v in zip(ins, decide(ins))]
+    return [i | v for i, v in zip(ins, _decide(ins))]
 
 def claim_verdicts(paper: str | None = None, scales=('paper', 'gpu', 'cpu')) -> list[dict]:
     """One row per claim (of `paper`, or all): the paper's value, ours at the largest scale that has run, and the verdict of its
-    declared test (`memlm.stats.decide`, Holm's correction over each declared family: the CSV's `family`, default the paper), its
+    declared test (`memlm.stats._decide`, Holm's correction over each declared family: the CSV's `family`, default the paper), its
     interval, p, why, and the seeds needed. What was declared decides: a claim's exclusion rule (`exclusion`) applies only where it
     was declared; where a comparison stopped early at unequal lengths without that rule, the verdict with the rule applied to its
     family is shown beside the declared one as a labelled post-hoc reading (`posthoc`)."""
@@ -205,7 +203,7 @@ def claim_verdicts(paper: str | None = None, scales=('paper', 'gpu', 'cpu')) -> 
                     out[-1]['why'] = '; '.join(x for x in (v['why'], f'its arms trained for different lengths ({u}); its declaration has no exclusion rule, so its declared test decides') if x)
     return out
 
-def verdict_text(r: dict) -> str:
+def _verdict_text(r: dict) -> str:
     """A row's verdict as the tables show it: the declared one (a decided effect whose interval excludes the paper's size says it
     holds in direction only, at its ratio to the paper's), and beside it a post-hoc reading where one differs."""
     v = r['verdict']
@@ -238,7 +236,7 @@ def _claim_line(r: dict) -> str:
 
 def _verdict_words(r: dict) -> str:
     "A row's declared verdict in bold and what an inconclusive one lacks: its declared seeds, the seeds that would decide it, or one fixed schedule."
-    v, s = f"**{verdict_text(r | dict(posthoc=None))}**", r.get('seeds_needed')
+    v, s = f"**{_verdict_text(r | dict(posthoc=None))}**", r.get('seeds_needed')
     if r['verdict'] != 'inconclusive': return v
     if r.get('unequal'): return v + ': its arms trained for different lengths (early stopping), not on one fixed schedule'
     if r.get('n_declared') and (r['n'] or 1) < r['n_declared']: return v + f", its declared n={r['n_declared']} not yet reached"
@@ -322,7 +320,7 @@ def _reading_order(papers) -> list[str]:
     papers = list(dict.fromkeys(papers))
     return [p for p in PAPERS if p in papers] + sorted(p for p in papers if p not in PAPERS)
 
-def paper_notebook(paper: str, folder: str = 'nbs') -> str | None:
+def _paper_notebook(paper: str, folder: str = 'nbs') -> str | None:
     "The notebook of `paper` (`<folder>/NN_<paper>.ipynb`, relative to the repository), or None."
     root = results_dir().parent
     nb = sorted((root/folder).glob(f'[0-9][0-9]_{paper}.ipynb'))
@@ -333,15 +331,15 @@ def _finished(c: dict, scale: str) -> bool:
     """Whether claim `c` (a row of `read_claims`) is a finished comparison at `scale`: a comparison with the paper (kind effect,
     equivalence, threshold or absolute) whose value is in a complete record there (no unfinished run, none of a former recipe)."""
     if c['kind'] not in _TESTED + ('absolute',) or c.get('scale') not in (None, '', scale): return False
-    return any(not rec.get('missing') and not archived_runs(rec, c['paper'], s) for s, p, rec, v in _records(c, (scale,)))
+    return any(not rec.get('missing') and not _archived_runs(rec, c['paper'], s) for s, p, rec, v in _records(c, (scale,)))
 
-def paper_reports(paper: str, scales=('cpu', 'gpu', 'paper')) -> dict[str, str]:
+def _paper_reports(paper: str, scales=('cpu', 'gpu', 'paper')) -> dict[str, str]:
     "`{scale: report}` of `paper`'s executed reports (`reports/<scale>/NN_<paper>.ipynb`) that hold a finished comparison."
     claims = [c for c in read_claims() if c['paper'] == paper]
-    return {s: nb for s in scales if (nb := paper_notebook(paper, f'reports/{s}')) and any(_finished(c, s) for c in claims)}
+    return {s: nb for s in scales if (nb := _paper_notebook(paper, f'reports/{s}')) and any(_finished(c, s) for c in claims)}
 
 # %% ../nbs/05b_claims.ipynb #costs0cd
-def scale_costs(scales=('cpu', 'gpu', 'paper'), papers=None, seeds=(0, 1, 2), data_path: str | None = None) -> list[dict]:
+def _scale_costs(scales=('cpu', 'gpu', 'paper'), papers=None, seeds=(0, 1, 2), data_path: str | None = None) -> list[dict]:
     """Per scale, over the papers' plans (a run two plans share counted once): the runs planned and done, the hours the done ones
     took (their records), and the hours `status_rows` estimates for the rest, with how many of them have an estimate."""
     from memlm.plan import paper_plan, _run_hours
@@ -359,8 +357,8 @@ def scale_costs(scales=('cpu', 'gpu', 'paper'), papers=None, seeds=(0, 1, 2), da
 
 def _hours(h: float) -> str: return f'{h:.0f} h' if h >= 10 else f'{h:.1f} h'
 
-def cost_text(c: dict) -> str:
-    "A row of `scale_costs` in words: the runs done and the hours they took, then what the runs left will take, as far as it is estimated."
+def _cost_text(c: dict) -> str:
+    "A row of `_scale_costs` in words: the runs done and the hours they took, then what the runs left will take, as far as it is estimated."
     if not c['done'] and not c['estimated']: return f"none of its {c['runs']} runs done; not yet estimated"
     done = f"{c['done']} of {c['runs']} runs done" + (f" ({_hours(c['done_h'])})" if c['done'] else '')
     if not c['left']: return done
@@ -370,7 +368,7 @@ def cost_text(c: dict) -> str:
 
 # %% ../nbs/05b_claims.ipynb #caf5f186
 import statistics
-from .stats import t_interval
+from .stats import _t_interval
 
 _MEMORIES = (   # (the memory, paper, record, key, sign to read it as a change of test ppl, the base and the pairing)
     ('+ dynamic evaluation (Krause et al.)', 'awd_lstm', 'dynamic_eval', 'test_gain_pct', -1, "the core's models, paired by seed"),
@@ -388,7 +386,7 @@ def _cache_changes(scale: str) -> list[float]:
         if m.get('cache_test_ppl') and m.get('test_ppl'): out.append(100 * (m['cache_test_ppl'] / m['test_ppl'] - 1))
     return out
 
-def memory_table(scale: str = 'cpu', rows: list[dict] | None = None) -> str:
+def _memory_table(scale: str = 'cpu', rows: list[dict] | None = None) -> str:
     """Markdown: what each memory of `_MEMORIES` changes in the same AWD-LSTM's PTB test perplexity at `scale` (%, negative:
     better), with the interval and verdict of its claim where one is paired by seed, else a reading (mean over its n); 'not run'
     where no record has it."""
@@ -401,7 +399,7 @@ def memory_table(scale: str = 'cpu', rows: list[dict] | None = None) -> str:
             value, ci, n, verdict = r['value'], r['ci'], r['n'] or 1, r['verdict'] if r['verdict'] in _COUNTED and r['ci'] else 'reading'
         elif result is None and (vals := _cache_changes(scale)):   # the cache's runs, paired by seed with their LMs: a reading with its interval
             value, n, verdict = statistics.mean(vals), len(vals), 'reading'
-            ci = t_interval(value, statistics.stdev(vals), n) if n > 1 else None
+            ci = _t_interval(value, statistics.stdev(vals), n) if n > 1 else None
         elif result is not None and (m := (_load_result(paper, result, scale) or {}).get('metrics') or {}).get(key) is not None:
             value, ci, n, verdict = m[key], None, int(m.get(f'{key}_n') or 1), 'reading'   # a record's mean, no claim
         else: value, ci, n, verdict = None, None, '', 'not run'
@@ -417,7 +415,7 @@ _FOLDS = (   # the rows of a paper's section that are not headline rows, each ki
     (('met', 'missed'), 'engineering target', 'engineering targets'),
     (('not run',), 'claim not run yet', 'claims not run yet'))
 
-def write_results(path: Path | None = None, figs: Path | None = None) -> str:
+def _write_results(path: Path | None = None, figs: Path | None = None) -> str:
     """`RESULTS.md`: a contents list, then per paper in reading order (`PAPERS`) its verdict counts, what Holm's correction
     guarantees, a forest plot (`figures/claims/<paper>_forest.png`), its headline rows (verdicts of `_COUNTED`) and, folded below them
     (`<details>`), its other claims by kind; the setting of each scale said once, a row's `why` only where it differs; provenance
@@ -443,12 +441,12 @@ def write_results(path: Path | None = None, figs: Path | None = None) -> str:
         role = PAPERS.get(pp, {}).get('role')
         out.append(f"{i}. [{title(pp)}](#{pp}){f' ({role})' if role else ''}: {_paper_status(by_paper[pp])}")
     out += ['\n## What each memory buys the same AWD-LSTM\n', 'PTB test perplexity at cpu scale, each memory against the AWD-LSTM it is added to '
-            '(negative: better). A row paired by seed carries its interval and its claim\'s verdict; the others are readings.\n', memory_table('cpu', rows_all)]
+            '(negative: better). A row paired by seed carries its interval and its claim\'s verdict; the others are readings.\n', _memory_table('cpu', rows_all)]
     for i, pp in enumerate(order, 1):
         rows, p = by_paper[pp], PAPERS.get(pp, {})
         cite = f" ({p['cite']})" if p.get('cite') else ''
-        links = [f'`{pp}`'] + [f'[{what}]({nb})' for what, nb in [('notebook', paper_notebook(pp))] + [
-            (f'{s} report', nb) for s, nb in paper_reports(pp).items()] if nb]
+        links = [f'`{pp}`'] + [f'[{what}]({nb})' for what, nb in [('notebook', _paper_notebook(pp))] + [
+            (f'{s} report', nb) for s, nb in _paper_reports(pp).items()] if nb]
         out.append(f'\n<a id="{pp}"></a>\n\n## {i}. {title(pp)}{cite}\n\n' + ' · '.join(links) + '\n')
         out.append(f"{_paper_status(rows)}. {_family_note(rows)}.\n")
         notes = {}
@@ -477,8 +475,7 @@ def unrecorded_claims(paper: str, scale: str) -> list[str]:
     out = []
     for c in read_claims():
         if c['paper'] != paper or c.get('scale') not in (None, '', scale): continue   # a row about another scale
-        p = results_dir()/check_scale(scale)/paper/f"{c['result']}.json"
-        if p.exists() and c['key'] not in json.loads(p.read_text()).get('metrics', {}): out.append(f"{c['claim']} ({c['result']}: {c['key']})")
+        if (rec := _load_result(paper, c['result'], scale)) is not None and c['key'] not in rec.get('metrics', {}): out.append(f"{c['claim']} ({c['result']}: {c['key']})")
     return out
 
 # %% ../nbs/05b_claims.ipynb #6b1f51ca

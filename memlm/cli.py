@@ -10,20 +10,20 @@ from typing import Callable
 from .registry import SCALES, repo_root
 
 # %% auto #0
-__all__ = ['papers', 'positive_int', 'time_limit', 'main', 'plan_folders', 'status_overview']
+__all__ = ['main']
 
 # %% ../nbs/08_cli.ipynb #48495121
-def papers() -> list[str]:
+def _papers() -> list[str]:
     "The papers of memlm: the modules that define `make_plan`, `<paper>.py` or `<paper>_runs.py` (a paper's runs apart from its method)."
     pkg = Path(__file__).resolve().parent if '__file__' in globals() else repo_root()/'memlm'
     return sorted(re.sub(r'_runs$', '', p.stem) for p in pkg.glob('*.py') if re.search(r'^def make_plan\(', p.read_text(), re.M))
 
 def _paper_parts(paper: str) -> tuple:
-    from memlm.plan import plan_module
-    return tuple(plan_module(paper).PARTS)
+    from memlm.plan import _plan_module
+    return tuple(_plan_module(paper).PARTS)
 
 # %% ../nbs/08_cli.ipynb #d102154e
-def positive_int(s: str) -> int:
+def _positive_int(s: str) -> int:
     "A count >= 1 (workers)."
     try: v = int(s)
     except ValueError: raise argparse.ArgumentTypeError(f'expected a positive integer, got {s!r}') from None
@@ -31,7 +31,7 @@ def positive_int(s: str) -> int:
     return v
 
 # %% ../nbs/08_cli.ipynb #50a48a77
-def time_limit(s: str) -> float | None:
+def _time_limit(s: str) -> float | None:
     "Seconds >= 0 (0: start no run; a report is then rendered from the records as they are), or empty for none."
     if s in ('', None): return None
     try: v = float(s)
@@ -78,9 +78,9 @@ def _need_report_tools(find: Callable = None):
 # %% ../nbs/08_cli.ipynb #ad313392
 def _check_reproduce(a) -> dict:
     "make reproduce's arguments, checked: the papers, and parts that each of them has; returns papermill's parameters."
-    ps = a.papers.split() or papers()
-    bad = [p for p in ps if p not in papers()]
-    if bad: raise SystemExit(f"error: unknown paper(s) {', '.join(map(repr, bad))}; valid PAPERS: {' '.join(papers())}")
+    ps = a.papers.split() or _papers()
+    bad = [p for p in ps if p not in _papers()]
+    if bad: raise SystemExit(f"error: unknown paper(s) {', '.join(map(repr, bad))}; valid PAPERS: {' '.join(_papers())}")
     parts = [x for x in re.split(r'[\s,]+', a.parts) if x]
     for p in ps:
         miss = [x for x in parts if x not in _paper_parts(p)]
@@ -93,8 +93,8 @@ def _check_reproduce(a) -> dict:
 # %% ../nbs/08_cli.ipynb #6d404c11
 def _outputs() -> dict[Path, bytes]:
     "What an executed notebook may write besides run records: every file under `results/` but the run folders, `figures/`, RESULTS.md, README.md."
-    from memlm.registry import figures_dir, results_dir
-    res, figs = results_dir(), figures_dir()
+    from memlm.registry import _figures_dir, results_dir
+    res, figs = results_dir(), _figures_dir()
     files = [f for f in res.rglob('*') if f.is_file() and 'runs' not in f.relative_to(res).parts] if res.exists() else []
     files += [f for f in figs.rglob('*') if f.is_file()] if figs.exists() else []
     return {f: f.read_bytes() for f in files + [f for f in (res.parent/'RESULTS.md', res.parent/'README.md') if f.exists()]}
@@ -130,16 +130,16 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog='python -m memlm.cli', description='Run, check and report memlm plans.')
     sub = ap.add_subparsers(dest='cmd', required=True)
     def common(p, seeds=True, all_papers=False):
-        if all_papers: p.add_argument('--paper', default='', type=_choice(['', *papers()], 'paper'), help='one paper (default: every paper, a line each)')
-        else: p.add_argument('--paper', required=True, type=_choice(papers(), 'paper'))
+        if all_papers: p.add_argument('--paper', default='', type=_choice(['', *_papers()], 'paper'), help='one paper (default: every paper, a line each)')
+        else: p.add_argument('--paper', required=True, type=_choice(_papers(), 'paper'))
         p.add_argument('--scale', default='smoke', type=_choice(SCALES, 'scale'))
         p.add_argument('--data', default='', help='folder with the corpora (default: $MEMLM_DATA, else data/)')
         if seeds: p.add_argument('--seeds', default=[0, 1, 2], type=_seed_list, help="the plan's seeds (default 0,1,2: what the notebooks read)")
     r = sub.add_parser('run', help="train the runs 'name:seed ...' of a paper's plan (cached runs are reused)")
     common(r)
     r.add_argument('--runs', required=True, type=_run_items)
-    r.add_argument('--workers', default=1, type=positive_int)
-    r.add_argument('--time-limit', default=None, type=time_limit)
+    r.add_argument('--workers', default=1, type=_positive_int)
+    r.add_argument('--time-limit', default=None, type=_time_limit)
     r.add_argument('--executor', default='process', type=_choice(_EXECUTORS, 'executor'))
     r.add_argument('--rerun', action='store_true', help='train the named runs again even where a record exists (their weights are elsewhere); what they need is reused where it finished')
     k = sub.add_parser('park', help="copy unfinished runs' checkpoints into their run folders (parked/, committed; a running run: as of its last epoch end): they resume on another machine")
@@ -150,8 +150,8 @@ def main(argv=None) -> int:
     c.add_argument('--scale', default='smoke', type=_choice(SCALES, 'scale'))
     c.add_argument('--papers', default='', help='space-separated papers (default: all)')
     c.add_argument('--parts', default='', help='comma-separated parts (default: all)')
-    c.add_argument('--workers', default=1, type=positive_int)
-    c.add_argument('--time-limit', default=None, type=time_limit)
+    c.add_argument('--workers', default=1, type=_positive_int)
+    c.add_argument('--time-limit', default=None, type=_time_limit)
     c.add_argument('--params-out', default='', help='write the papermill parameters (YAML) here')
     sub.add_parser('index', help='write tests/run_index.json: the committed runs every plan reads (the key-stability test checks them)')
     e = sub.add_parser('report', help='execute a notebook with papermill into OUT, replacing OUT only when the whole notebook ran')
@@ -162,7 +162,7 @@ def main(argv=None) -> int:
     from memlm import plan as X
     data = a.data or os.environ.get('MEMLM_DATA') or None if hasattr(a, 'data') else None
     if a.cmd in ('run', 'park'):
-        try: sel = X.named(a.paper, a.scale, a.runs, a.seeds, data)        # names and seeds, before any work
+        try: sel = X._named(a.paper, a.scale, a.runs, a.seeds, data)        # names and seeds, before any work
         except ValueError as e: raise SystemExit(f'error: {e}') from None
     if a.cmd == 'run':
         from memlm.train import Interrupted
@@ -178,15 +178,15 @@ def main(argv=None) -> int:
         for folder, who in res.elsewhere: print(f'error: {folder} is being run by another process ({who}); not started here', file=sys.stderr)
         return 3 if res.elsewhere else 1 if res.corrupt else 0
     if a.cmd == 'park':
-        try: parked = {s.folder: X.park(sel.dir(s)) for s in sel.parts['selected']}
+        try: parked = {s.folder: X._park(sel.dir(s)) for s in sel.parts['selected']}
         except (ValueError, FileNotFoundError) as e: raise SystemExit(f'error: {e}') from None
         for folder, files in parked.items(): print(f'{folder}: parked {len(files)} checkpoint files, {sum(files.values()) / 2**20:.1f} MB')
         return 0
     if a.cmd == 'status':
-        print(X.plan_status(a.paper, a.scale, a.seeds, data_path=data) if a.paper else status_overview(a.scale, a.seeds, data)); return 0
+        print(X._plan_status(a.paper, a.scale, a.seeds, data_path=data) if a.paper else _status_overview(a.scale, a.seeds, data)); return 0
     if a.cmd == 'check': _need_report_tools(); _check_reproduce(a); return 0
     if a.cmd == 'index':
-        path, idx = repo_root()/'tests'/'run_index.json', plan_folders(data_path=os.environ.get('MEMLM_DATA'))
+        path, idx = repo_root()/'tests'/'run_index.json', _plan_folders(data_path=os.environ.get('MEMLM_DATA'))
         path.write_text(json.dumps(idx, indent=1, sort_keys=True) + '\n')
         print(f'{path}: {sum(map(len, idx.values()))} runs in {len(idx)} plans'); return 0
     if a.cmd == 'report':
@@ -197,13 +197,13 @@ def main(argv=None) -> int:
         except PapermillExecutionError as e: raise SystemExit(f'error: {a.nb} failed in cell {e.exec_count}: {e.ename}: {e.evalue}') from None
 
 # %% ../nbs/08_cli.ipynb #d7374bd8
-def plan_folders(seeds=(0, 1, 2), data_path: str | None = None) -> dict[str, list[str]]:
+def _plan_folders(seeds=(0, 1, 2), data_path: str | None = None) -> dict[str, list[str]]:
     "`{'<scale>/<paper>': [run folders with a record that the plan reads]}` for every paper and scale with committed runs."
     from memlm.plan import paper_plan
     from memlm.registry import results_dir
     out = {}
     for scale in ('cpu', 'gpu', 'paper'):
-        for p in papers():
+        for p in _papers():
             runs = results_dir()/scale/p/'runs'
             if not runs.exists(): continue
             plan = paper_plan(p, scale, list(seeds), data_path)
@@ -211,12 +211,12 @@ def plan_folders(seeds=(0, 1, 2), data_path: str | None = None) -> dict[str, lis
     return out
 
 # %% ../nbs/08_cli.ipynb #8356ac78
-def status_overview(scale: str, seeds=(0, 1, 2), data_path: str | None = None, paper_list=None) -> str:
+def _status_overview(scale: str, seeds=(0, 1, 2), data_path: str | None = None, paper_list=None) -> str:
     "A line per paper: its plan's runs at `scale` by status, and the estimated hours left (a markdown table)."
     from memlm.plan import paper_plan
     from memlm.registry import markdown_table
     rows, problems = [], []
-    for p in paper_list or papers():
+    for p in paper_list or _papers():
         st = paper_plan(p, scale, list(seeds), data_path).status_rows(problems=problems)
         left = [r for r in st if r['status'] != 'done']
         count = lambda f: sum(f(r['status']) for r in st)

@@ -12,11 +12,11 @@ from .plan import Plan, Results
 from .train import Interrupted
 
 # %% auto #0
-__all__ = ['SCALE_RESOURCES', 'Resources', 'submit_plan']
+__all__ = ['submit_plan']
 
 # %% ../nbs/07_cluster.ipynb #126337e5
 @dataclass
-class Resources:
+class _Resources:
     "A job's request: wall time, GPUs and CPUs per run (one run per job)."
     timeout_min: int = 60            # Slurm's time limit; a longer run is requeued from its checkpoint
     gpus: int = 0                    # GPUs per job
@@ -25,8 +25,8 @@ class Resources:
     signal_delay_s: int = 120        # the warning (SIGUSR2) comes this long before the time limit: enough to checkpoint
     max_requeues: int = 10           # requeues after time limits before a job gives up
 
-SCALE_RESOURCES = dict(smoke=Resources(timeout_min=10), cpu=Resources(timeout_min=6 * 60, cpus=1),
-                       gpu=Resources(timeout_min=30, gpus=1, cpus=4), paper=Resources(timeout_min=24 * 60, gpus=1, cpus=4))
+_SCALE_RESOURCES = dict(smoke=_Resources(timeout_min=10), cpu=_Resources(timeout_min=6 * 60, cpus=1),
+                       gpu=_Resources(timeout_min=30, gpus=1, cpus=4), paper=_Resources(timeout_min=24 * 60, gpus=1, cpus=4))
 
 # %% ../nbs/07_cluster.ipynb #57a3c41d
 try: from submitit.helpers import Checkpointable
@@ -47,7 +47,7 @@ class _RunJob(Checkpointable):
             raise
 
 # %% ../nbs/07_cluster.ipynb #8c0a4e15
-def _make_executor(kind: str, folder: Path, res: Resources):
+def _make_executor(kind: str, folder: Path, res: _Resources):
     "A submitit executor: 'slurm' (a cluster) or 'local' (this machine, the same job protocol)."
     import submitit
     if kind not in ('slurm', 'local'): raise ValueError(f"unknown executor {kind!r}: use 'slurm' or 'local'")
@@ -58,10 +58,10 @@ def _make_executor(kind: str, folder: Path, res: Resources):
     else: ex.update_parameters(timeout_min=res.timeout_min, gpus_per_node=res.gpus, signal_delay_s=res.signal_delay_s)
     return ex
 
-def submit_plan(plan: Plan, parts=None, *, executor: str = 'local', folder: Path | None = None, resources: Resources | None = None,
-                poll_s: float = 1., on_submit=None, progress: bool = True) -> Results:
+def submit_plan(plan: Plan, parts=None, *, executor: str = 'local', folder: Path | None = None, resources: _Resources | None = None,
+                on_submit=None, progress: bool = True) -> Results:
     "Run the missing runs of `parts` as submitit jobs, a job array per wave of ready runs; wait for them; return the plan's records."
-    res = resources or SCALE_RESOURCES[plan.scale]
+    res = resources or _SCALE_RESOURCES[plan.scale]
     folder = Path(folder or plan.root.parent/'jobs')
     ex = _make_executor(executor, folder, res)
     specs = plan.specs(parts)

@@ -9,15 +9,14 @@ from dataclasses import MISSING, dataclass, field, fields, is_dataclass, asdict,
 from pathlib import Path
 from typing import Any, Callable
 import torch
-from .registry import (check_scale, results_dir, provenance, write_json, write_text, _jsonable, json_float, _get_device,
+from .registry import (check_scale, results_dir, _provenance, write_json, write_text, _jsonable, json_float, _get_device,
                             _seed_everything, _keep_freed_memory, _flush_denormals)
 from .train import fit, save_checkpoint, TimeLimitReached, Interrupted, TrainConfig
 
 # %% auto #0
-__all__ = ['EXPERIMENTS', 'LOADERS', 'NotebookParams', 'snapshot', 'read_params', 'experiment', 'key_name', 'config_dict',
-           'key_dict', 'data_identity', 'Spec', 'borrow', 'ckpt_home', 'stop_reason', 'RunContext', 'ToyConfig',
-           'toy_regression', 'record_mismatch', 'runs_dir', 'runs_command', 'final_weights', 'best_checkpoint',
-           'CorruptRecordError', 'load_record', 'loads', 'load_trained', 'run_lock', 'execute', 'global_reads']
+__all__ = ['LOADERS', 'NotebookParams', 'snapshot', 'read_params', 'experiment', 'key_dict', 'data_identity', 'Spec', 'borrow',
+           'ckpt_home', 'RunContext', 'ToyConfig', 'toy_regression', 'runs_dir', 'runs_command', 'final_weights',
+           'best_checkpoint', 'CorruptRecordError', 'load_record', 'loads', 'load_trained', 'execute', 'global_reads']
 
 # %% ../nbs/05_experiment.ipynb #3edf2536
 @dataclass
@@ -56,20 +55,20 @@ def read_params(ns: dict, before: frozenset, parts=(), cls=NotebookParams) -> No
 # %% ../nbs/05_experiment.ipynb #c02e73c2
 def _fn_name(fn: Callable) -> str: return f'{fn.__module__}.{fn.__qualname__}'
 
-EXPERIMENTS: dict[str, Callable] = {}   # the registered experiment functions, by the name their run keys carry
+_EXPERIMENTS: dict[str, Callable] = {}   # the registered experiment functions, by the name their run keys carry
 
 def experiment(name: str):
     """Register an experiment function under `name`: the name its run keys and records carry, wherever its code lives. The same
     function defined again (a notebook executing the cell that its module exports) takes the name over; another one is refused."""
     def register(fn):
-        if name in EXPERIMENTS and EXPERIMENTS[name].__qualname__ != fn.__qualname__:
-            raise ValueError(f'{name!r} already names {_fn_name(EXPERIMENTS[name])}, not {_fn_name(fn)}')
-        EXPERIMENTS[name] = fn
+        if name in _EXPERIMENTS and _EXPERIMENTS[name].__qualname__ != fn.__qualname__:
+            raise ValueError(f'{name!r} already names {_fn_name(_EXPERIMENTS[name])}, not {_fn_name(fn)}')
+        _EXPERIMENTS[name] = fn
         fn.key_name = name
         return fn
     return register
 
-def key_name(fn: Callable) -> str:
+def _key_name(fn: Callable) -> str:
     "What a run key calls its experiment function: its registered name, else (a function not registered) its `module.qualname`."
     return getattr(fn, 'key_name', None) or _fn_name(fn)
 
@@ -78,7 +77,7 @@ def _type_name(cfg) -> str:
     "What a run key calls a config's type: the class's pinned `key_type`, else its qualified name (no module: moving it keeps the key)."
     return vars(type(cfg)).get('key_type') or type(cfg).__qualname__
 
-def config_dict(cfg) -> dict:
+def _config_dict(cfg) -> dict:
     "A config as plain JSON data, with its type name (dataclasses, dicts of them, or None)."
     if cfg is None: return {}
     if is_dataclass(cfg): return {'_type': _type_name(cfg), **_jsonable(asdict(cfg))}
@@ -91,7 +90,7 @@ def _keyed(f, v) -> bool:
     return k is True or (k == 'if_set' and v != f.default)
 
 def key_dict(cfg) -> dict:
-    """`config_dict` without the fields marked `field(metadata={'key': False})` (where files are, progress bars): what identifies a run.
+    """`_config_dict` without the fields marked `field(metadata={'key': False})` (where files are, progress bars): what identifies a run.
     A field added to a config after runs were recorded is marked `metadata={'key': 'if_set'}`: keyed only off its default, so
     older records keep their keys (their runs had the default)."""
     if is_dataclass(cfg):
@@ -132,7 +131,7 @@ class Spec:
             raise TypeError(f'{self.fn!r}: an experiment function must be a module-level function (worker processes import it)')
         self.name = self.name or type(self.cfg).__name__
     @property
-    def key(self) -> str: return _content_key(key_name(self.fn), key_dict(self.cfg), self.seed, self.data_id)
+    def key(self) -> str: return _content_key(_key_name(self.fn), key_dict(self.cfg), self.seed, self.data_id)
     @property
     def folder(self) -> str: return f'{self.name}-s{self.seed}-{self.key}'
     @property
@@ -153,7 +152,7 @@ def ckpt_home(run_dir) -> Path:
     return Path(root).joinpath(*Path(run_dir).resolve().parts[-4:]) if root else Path(run_dir)/"ckpt"
 
 # %% ../nbs/05_experiment.ipynb #e4e098b7
-def stop_reason(hist: list[dict], epochs: int) -> str:
+def _stop_reason(hist: list[dict], epochs: int) -> str:
     "Why a `fit` history ended: patience, time budget, fine-tuning converged, callback, or the epoch cap (still improving or not)."
     if not hist: return 'not started'
     reason = hist[-1].get('stopped') or ('cap' if len(hist) >= epochs else 'unknown')
@@ -165,7 +164,7 @@ def _fit_summary(hist: list[dict], epochs: int, stage: str = 'train') -> dict:
     "Epochs, best epoch, stop reason and training time of a `fit` history."
     best = [h['epoch'] for h in hist if h.get('best')]
     return dict(stage=stage, epochs=len(hist), epoch_cap=epochs, best_epoch=best[-1] if best else None, steps=hist[-1].get('step') if hist else 0,
-                stop_reason=stop_reason(hist, epochs), train_time_s=round(sum(h.get('time_s', 0) for h in hist), 2))
+                stop_reason=_stop_reason(hist, epochs), train_time_s=round(sum(h.get('time_s', 0) for h in hist), 2))
 
 # %% ../nbs/05_experiment.ipynb #45fe43d4
 def _json_back(x):
@@ -259,10 +258,10 @@ def _agrees(keyed, full) -> bool:
     if isinstance(keyed, list): return isinstance(full, list) and len(keyed) == len(full) and all(map(_agrees, keyed, full))
     return keyed == full
 
-def record_mismatch(rec: dict, spec: Spec) -> str | None:
+def _record_mismatch(rec: dict, spec: Spec) -> str | None:
     """Why record `rec` is not a record of run `spec` (its function, config, seed and data: what its key hashes), or None.
     A record from elsewhere (an unpacked archive, `tools/campaign.py unpack`) is trusted only where its own contents give its folder's key."""
-    want = dict(key=spec.key, fn=key_name(spec.fn), seed=spec.seed, data_id=spec.data_id)
+    want = dict(key=spec.key, fn=_key_name(spec.fn), seed=spec.seed, data_id=spec.data_id)
     bad = [f'{k} {rec.get(k)!r}, not {v!r}' for k, v in want.items() if rec.get(k) != v]
     if not _agrees(key_dict(spec.cfg), _jsonable(rec.get('config'))): bad.append("a config that is not the plan's")
     return '; '.join(bad) or None
@@ -300,7 +299,7 @@ def _carried_path(run_dir, stage: str = 'train') -> Path:
 def _ensure_carried(spec, d, rec: dict) -> dict:
     "The finished record `rec` of `spec` in folder `d`, its weights carried first where `spec.carry` asks and it finished before (`execute`, `Plan.run`)."
     if spec.carry and not rec.get('carried') and any(ckpt_home(d).glob('*/best.pt')):
-        with run_lock(Path(d)): rec['carried'] = _keep_weights(d, carry=True); write_json(Path(d)/'record.json', rec)
+        with _run_lock(Path(d)): rec['carried'] = _keep_weights(d, carry=True); write_json(Path(d)/'record.json', rec)
     return rec
 
 
@@ -494,11 +493,12 @@ def _model_card(rec: dict, cfg, corpus, run_dir) -> _ModelCard:
     return _ModelCard(f'{d.parts[-4]}/{d.parts[-3]}/{d.name}', data, '; '.join(stages), main, gate)
 
 # %% ../nbs/05_experiment.ipynb #a31fc66e
-def _import_paper(paper: str):
-    "Import `paper`'s runs module (`memlm.<paper>_runs`, else `memlm.<paper>`): it registers its runs' experiment functions and loaders."
+def _plan_module(paper: str, missing_ok: bool = False):
+    """The module with `paper`'s `make_plan` and `PARTS`, which registers its runs' experiment functions and loaders: `memlm.<paper>_runs`
+    where the notebook exports its runs apart, else `memlm.<paper>` (neither: None if `missing_ok`, else `ModuleNotFoundError`)."""
     import importlib, importlib.util
     name = next((n for n in (f'memlm.{paper}_runs', f'memlm.{paper}') if importlib.util.find_spec(n)), None)
-    if name is not None: importlib.import_module(name)
+    return None if name is None and missing_ok else importlib.import_module(name or f'memlm.{paper}')
 
 def _load_named(run: str, seed: int, scale: str, data_path: str | None) -> tuple:
     "`load_trained('<paper>/<run>', seed=, scale=)`: the model (its card as `model.card`) and its corpus."
@@ -506,7 +506,7 @@ def _load_named(run: str, seed: int, scale: str, data_path: str | None) -> tuple
     rec = load_record(d)
     if rec is None or rec['status'] != 'done': raise FileNotFoundError(f'{d}: the run has not finished (no record, or an incomplete one): {runs_command(d)}')
     if not _has_weights(d): raise _no_weights([d], scale)
-    _import_paper(run.partition('/')[0])
+    _plan_module(run.partition('/')[0], missing_ok=True)
     cfg = _config_from_record(rec, data_path)
     model, corpus = load_trained(cfg, d)
     model.card = _model_card(rec, cfg, corpus, d)
@@ -534,7 +534,7 @@ def _start_from(spec: Spec, d: Path, root: Path):
 
 # %% ../nbs/05_experiment.ipynb #56c38b18
 @contextlib.contextmanager
-def run_lock(d: Path, wait: bool = True):
+def _run_lock(d: Path, wait: bool = True):
     """Hold the lock of run folder `d` (an `fcntl` lock on `d/.lock`). A second process waits for it, saying who holds it
     (`wait=False`: raises `BlockingIOError`); the lock of a process that died is released with it, so it is never stale."""
     d.mkdir(parents=True, exist_ok=True)
@@ -553,7 +553,7 @@ def _lock_holder(d: Path) -> str | None:
     "Who runs the run in folder `d` now (from its lock), or None."
     if not (Path(d)/'.lock').exists(): return None
     try:
-        with run_lock(Path(d), wait=False): return None
+        with _run_lock(Path(d), wait=False): return None
     except BlockingIOError: return (Path(d)/'.lock').read_text().strip() or 'another process'
 
 # %% ../nbs/05_experiment.ipynb #997b0137
@@ -590,7 +590,7 @@ def execute(spec: Spec, root: Path, *, deadline: float | None = None, rerun: boo
             raise
     rec = record()
     if rec is not None and rec['status'] == 'done' and not rerun: return _ensure_carried(spec, d, rec)
-    with run_lock(d):
+    with _run_lock(d):
         rec = record()                                                 # what the process we waited for left
         if rec is not None and rec['status'] == 'done' and not rerun: return rec
         return _execute_locked(spec, root, d, rec, deadline, rerun, device)
@@ -629,7 +629,7 @@ def _execute_locked(spec, root, d, rec, deadline, rerun, device) -> dict:
         for f in d.iterdir():
             if f.name != '.lock': shutil.rmtree(f) if f.is_dir() else f.unlink()
         shutil.rmtree(ck, ignore_errors=True); rec = None
-    if not ck.exists() and (d/'parked').is_dir():                       # checkpoints parked in the run folder (`memlm.plan.park`)
+    if not ck.exists() and (d/'parked').is_dir():                       # checkpoints parked in the run folder (`memlm.plan._park`)
         tmp = ck.with_name(ck.name + '.unparked'); shutil.rmtree(tmp, ignore_errors=True)
         shutil.copytree(d/'parked', tmp); os.replace(tmp, ck)             # whole or not at all
     if rec is not None and not ck.exists(): rec = None                  # interrupted, its checkpoint lost: it starts over
@@ -651,12 +651,12 @@ def _execute_locked(spec, root, d, rec, deadline, rerun, device) -> dict:
     stages = ctx.fits + ([cut] if status == 'incomplete' and (cut := _stage_so_far(ctx, why)) else [])
     wall = time.time() - t0 + ((rec or {}).get('wall_time_s') or 0) + killed.get('wall_time_s', 0)   # summed over every session
     last = stages[-1] if stages else {}
-    rec = dict(name=spec.name, key=spec.key, fn=key_name(spec.fn), config=config_dict(spec.cfg), seed=spec.seed,
+    rec = dict(name=spec.name, key=spec.key, fn=_key_name(spec.fn), config=_config_dict(spec.cfg), seed=spec.seed,
                data_id=spec.data_id, extends=spec.extends.folder if spec.extends else None, from_epoch=spec.from_epoch, status=status,
                metrics=metrics, epochs=last.get('epochs'), best_epoch=last.get('best_epoch'), stop_reason=last.get('stop_reason'),
                stages=stages, train_time_s=round(sum(f['train_time_s'] for f in stages), 2), wall_time_s=round(wall, 2),
                sessions=(rec or {}).get('sessions', 0) + killed.get('sessions', 0) + 1,
-               killed_sessions=(rec or {}).get('killed_sessions', 0) + killed.get('sessions', 0), note=error, provenance=provenance(device))
+               killed_sessions=(rec or {}).get('killed_sessions', 0) + killed.get('sessions', 0), note=error, provenance=_provenance(device))
     if _LOADED_WEIGHTS: rec['weights_loaded'] = list(_LOADED_WEIGHTS)   # the trained runs it read, and which copy of each
     rec['trained_by'] = _trained_by(prev, rec, stages)
     if replaces is not None and status == 'done' and _same_numbers(replaces.get('metrics'), metrics) and 'date' in replaces.get('provenance', {}):

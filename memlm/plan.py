@@ -7,10 +7,9 @@ from __future__ import annotations
 from fastcore.basics import patch
 
 # %% auto #0
-__all__ = ['TRAIN_TOKENS', 'GPU_BUDGET_MIN', 'Results', 'Plan', 'plan_module', 'paper_plan', 'named', 'park', 'run_log',
-           'GpuBasis', 'fastest_epoch', 'record_metric', 'basis_hours', 'gpu_basis', 'plan_status', 'plan_progress',
-           'mean_sd', 'aggregate', 'paired_diff', 'row_metrics', 'run_lists', 'fmt_ms', 'fmt_change', 'matched_epochs',
-           'matched_epochs_plot']
+__all__ = ['TRAIN_TOKENS', 'GPU_BUDGET_MIN', 'Results', 'Plan', 'paper_plan', 'run_log', 'GpuBasis', 'fastest_epoch',
+           'record_metric', 'basis_hours', 'gpu_basis', 'plan_progress', 'mean_sd', 'aggregate', 'paired_diff',
+           'row_metrics', 'run_lists', 'fmt_ms', 'fmt_change', 'matched_epochs', 'matched_epochs_plot']
 
 # %% ../nbs/05c_plan.ipynb #80229721
 import json, math, multiprocessing as mp, os, shutil, statistics, time, traceback
@@ -23,8 +22,8 @@ from typing import Callable, NamedTuple
 import torch
 from .registry import check_scale, device_kind, _get_device, markdown_table, num
 from .train import Interrupted
-from .experiment import (CorruptRecordError, Spec, _RUN_FOLDER, _snapshot_dir, ckpt_home, config_dict, _ensure_carried, execute,
-    _fn_name, key_name, load_record, _lock_holder, runs_dir)
+from .experiment import (CorruptRecordError, Spec, _RUN_FOLDER, _snapshot_dir, ckpt_home, _config_dict, _ensure_carried, execute,
+    _fn_name, _key_name, load_record, _lock_holder, _plan_module, runs_dir)
 
 # %% ../nbs/05c_plan.ipynb #2c3ddca9
 def _worker_init(threads: int | None):
@@ -121,7 +120,7 @@ class Plan:
         if self.scale == 'smoke':                  # smoke runs test the code: never served from a cache, but a run another paper's
             rerun = {s.folder for s in self.specs(parts) if s.home in (None, self.paper)}   # plan owns is reused: that notebook may be reading it now
         def again(s: Spec) -> bool: return rerun is True or bool(rerun) and s.folder in rerun
-        def late(s: Spec) -> bool: return deadline is not None and time.time() >= deadline
+        def late() -> bool: return deadline is not None and time.time() >= deadline
         specs = self.specs(parts)
         margin = margin_s if margin_s is not None else (min(120., 0.05 * time_limit_s) if time_limit_s else 0.)
         deadline = t0 + time_limit_s - margin if time_limit_s is not None else None   # 0: start nothing, read the records
@@ -151,7 +150,7 @@ class Plan:
                   + (f' ({", ".join(reused)})' if reused and len(reused) <= 8 else '') + (f', {len(todo)} to run' if todo else ', nothing to run'), flush=True)
         if workers <= 1 or len(todo) <= 1:
             for s in todo:
-                if late(s) or not self._ready(s, records): remaining.append(s); continue
+                if late() or not self._ready(s, records): remaining.append(s); continue
                 records[s.folder] = execute(s, self.dir(s).parent, deadline=deadline, rerun=again(s), device=device)
                 if progress: print(_run_line(records[s.folder], s))
         else:
@@ -162,7 +161,7 @@ class Plan:
                 for wave in self._waves(todo):
                     futs = {}
                     for i, s in enumerate(wave):
-                        if late(s) or not self._ready(s, records): remaining.append(s); continue
+                        if late() or not self._ready(s, records): remaining.append(s); continue
                         dev = f'cuda:{i % ngpu}' if ngpu else device
                         futs[ex.submit(_worker_run, s, str(self.dir(s).parent), deadline, again(s), dev)] = s
                     for f in as_completed(futs):
@@ -191,10 +190,12 @@ class Plan:
 # %% ../nbs/05c_plan.ipynb #e166cc15
 def _requires(s: Spec) -> list[Spec]: return ([s.extends] if s.extends is not None else []) + list(s.needs)
 
-def _readable(d: Path) -> dict:
-    "The record of the run in folder `d`, or {} where it has none or it cannot be read (a `CorruptRecordError`)."
+def _readable(d: Path, warn: bool = False) -> dict:
+    "The record of the run in folder `d`, or {} where it has none or it cannot be read (a `CorruptRecordError`, which `warn` names)."
     try: return load_record(d) or {}
-    except CorruptRecordError: return {}
+    except CorruptRecordError as e:
+        if warn: print(f'left out: {e}', flush=True)
+        return {}
 
 # %% ../nbs/05c_plan.ipynb #f54d821d
 def _run_line(rec: dict, s: Spec) -> str:
@@ -238,18 +239,12 @@ def by_folder(self: Plan, folder: str) -> Spec | None:
     return next((s for s in self.specs() if s.folder == folder), None)
 
 # %% ../nbs/05c_plan.ipynb #a82e35e5
-def plan_module(paper: str):
-    "The module with `paper`'s `make_plan` and `PARTS`: `memlm.<paper>_runs` where the notebook exports its runs apart, else `memlm.<paper>`."
-    import importlib, importlib.util
-    name = f'memlm.{paper}_runs'
-    return importlib.import_module(name if importlib.util.find_spec(name) else f'memlm.{paper}')
-
 def paper_plan(paper: str, scale: str, seeds: list[int], data_path: str | None = None) -> Plan:
     "`make_plan(scale, seeds, data_path)` of `paper`'s plan module: a paper notebook's plan, by the paper's name."
-    return plan_module(paper).make_plan(scale, seeds, data_path)
+    return _plan_module(paper).make_plan(scale, seeds, data_path)
 
 # %% ../nbs/05c_plan.ipynb #d5e5e589
-def named(paper: str, scale: str, items: list[str], seeds: list[int] | None = None, data_path: str | None = None) -> Plan:
+def _named(paper: str, scale: str, items: list[str], seeds: list[int] | None = None, data_path: str | None = None) -> Plan:
     """The runs `'name:seed'` (or run folders) of `memlm.<paper>`'s plan at `scale` as one part 'selected', the plan built for
     `seeds` (None: the seeds named), so that a seed the plan does not have is refused."""
     seeds = sorted(set(seeds)) if seeds is not None else sorted({seed for _, seed in map(_run_item, items)})
@@ -263,7 +258,7 @@ def _copy_checkpoints(files: list[Path], ck: Path, tmp: Path) -> bool:
     for f in files: (tmp/f.relative_to(ck)).parent.mkdir(parents=True, exist_ok=True); shutil.copy2(f, tmp/f.relative_to(ck))
     return stamp() == before
 
-def park(run_dir, tries: int = 5) -> dict:
+def _park(run_dir, tries: int = 5) -> dict:
     """Copy the checkpoints of the unfinished run in folder `run_dir` into `<run_dir>/parked/` (whole or not at all); {file: bytes}.
     A run still training can be parked too: its checkpoints as of its last epoch end (copied again when it rewrote one meanwhile),
     so that a machine lost mid-session costs only the epochs since."""
@@ -286,13 +281,8 @@ def park(run_dir, tries: int = 5) -> dict:
 def finished(self: Plan, res: Results | None = None, parts=None) -> Results:
     "The records of the runs listed in `parts` (default all): this execution's (`res`) where it has them, else the ones on disk."
     specs = list({s.folder: s for p in self.part_names(parts) for s in self.parts[p]}.values())   # without what they extend or need
-    recs = {s.folder: res[s] if res is not None and s.folder in res else _record_or_warn(self.dir(s)) for s in specs}
-    return Results(specs, {k: v for k, v in recs.items() if v is not None}, [])
-
-def _record_or_warn(d: Path) -> dict | None:
-    "A run's record for rendering: a corrupt one is named (with the way out) and left out, as if not run."
-    try: return load_record(d)
-    except CorruptRecordError as e: print(f'left out: {e}', flush=True); return None
+    recs = {s.folder: res[s] if res is not None and s.folder in res else _readable(self.dir(s), warn=True) for s in specs}
+    return Results(specs, {k: v for k, v in recs.items() if v}, [])   # a corrupt record named and left out, as if not run
 
 # %% ../nbs/05c_plan.ipynb #db67115c
 def run_log(d: Path, stage: str = 'train') -> list[dict]:
@@ -332,7 +322,7 @@ def _former_hours(d: Path, spec: Spec) -> float | None:
     for f in [*d.parent.glob(f'{spec.name}-s*-*'), *(d.parent.parent/'archive').glob(f'{spec.name}-s*-*')]:
         if f.name.rsplit('-', 1)[-1] == spec.key: continue                  # its own key: its seeds count as such
         r = _readable(f)
-        if r.get('status') != 'done' or r.get('fn') != key_name(spec.fn): continue
+        if r.get('status') != 'done' or r.get('fn') != _key_name(spec.fn): continue
         if device_kind((r.get('provenance') or {}).get('device')) != 'cpu' or not (h := _run_hours(r)): continue
         est.append(h / r['epochs'] * cap if r.get('epochs') and (cap := _epoch_cap(spec)) else h)
     return statistics.median(est) if est else None
@@ -366,7 +356,7 @@ def _gpu_hours(spec: Spec, paces: dict) -> tuple[float, str] | None:
     """(hours, where from) a run may need on one GPU, from `_gpu_paces`: runs of the same model, batch and BPTT (median hours per epoch
     x this run's epochs), else a throughput record of it (its tokens/s over this run's training tokens x its epochs: an extrapolation
     that leaves evaluation out); None without either, or without the run's epochs."""
-    c = config_dict(spec.cfg); cap = _epoch_cap(spec); ps = paces.get(_speed_key(c) or '', [])
+    c = _config_dict(spec.cfg); cap = _epoch_cap(spec); ps = paces.get(_speed_key(c) or '', [])
     if not cap or not ps: return None
     if hs := [p['h_epoch'] for p in ps if 'h_epoch' in p]:
         return statistics.median(hs) * cap, f"a run of the same model on {ps[0]['device']}"
@@ -445,7 +435,7 @@ def status_rows(self: Plan, parts=None, problems: list | None = None) -> list[di
                          est_from='its own log' if est else None))
     for row, s in zip(rows, specs):
         if row['status'] == 'done' or row['est_h'] is not None: pass
-        elif self.scale == 'gpu' and (b := gpu_basis(s, getattr(plan_module(s.home or self.paper), 'GPU_BASIS', {}))) \
+        elif self.scale == 'gpu' and (b := gpu_basis(s, getattr(_plan_module(s.home or self.paper), 'GPU_BASIS', {}))) \
                 and (g := basis_hours(s, b, self.root.parents[2])): row['est_h'], row['est_from'] = g   # alone on one GPU: before seeds that shared it
         elif s.name in hours: row['est_h'], row['est_from'] = statistics.median(hours[s.name]), 'its finished seeds'
         elif (h := _former_hours(self.dir(s), s)) is not None: row['est_h'], row['est_from'] = h, 'a former run of its name'
@@ -458,7 +448,7 @@ def status_rows(self: Plan, parts=None, problems: list | None = None) -> list[di
     return rows
 
 # %% ../nbs/05c_plan.ipynb #714affa7
-def plan_status(paper: str, scale: str, seeds=(0, 1, 2), data_path: str | None = None, parts=None) -> str:
+def _plan_status(paper: str, scale: str, seeds=(0, 1, 2), data_path: str | None = None, parts=None) -> str:
     "Where `memlm.<paper>`'s plan at `scale` stands (for `seeds`): a markdown table of its runs and the counts (`make status`)."
     problems = []
     rows = paper_plan(paper, scale, list(seeds), data_path).status_rows(parts, problems)
@@ -516,34 +506,30 @@ def _diverged(n) -> str: return f'a run diverged ({n} seeds)' if n and n > 1 els
 
 def fmt_ms(metrics: dict, key: str, digits: int = 1, unit: str = '') -> str:
     "'79.5 ± 2.5% (3 seeds)' from a record's `<key>`, `<key>_std`, `<key>_n`; '(not run)' when absent, 'a run diverged' when it is not finite."
-    v = metrics.get(key)
-    if v is None: return '(not run)'
-    sd, n = metrics.get(f'{key}_std'), metrics.get(f'{key}_n')
-    if not math.isfinite(float(v)): return _diverged(n)
+    v, sd, n = metrics.get(key), metrics.get(f'{key}_std'), metrics.get(f'{key}_n')
+    if v is None or not math.isfinite(float(v)): return '(not run)' if v is None else _diverged(n)
     if n and n > 1: return f'{num(v, digits)} ± {num(sd, digits)}{unit} ({n} seeds)'
     return f'{num(v, digits)}{unit}' + (' (1 seed)' if n == 1 else '')
 
 def fmt_change(metrics: dict, key: str, digits: int = 2, unit: str = ' %', words: tuple = ('lower', 'higher')) -> str:
     """A signed change `<key>` of a record as words: '1.45 % higher (sd 0.22, 3 seeds)', its sign read as `words` (below zero,
     else); '(not run)' when absent. `words=('higher', 'lower')` for a gain (a positive gain lowers perplexity)."""
-    v = metrics.get(key)
-    if v is None: return '(not run)'
-    sd, n = metrics.get(f'{key}_std'), metrics.get(f'{key}_n')
-    if not math.isfinite(float(v)): return _diverged(n)
+    v, sd, n = metrics.get(key), metrics.get(f'{key}_std'), metrics.get(f'{key}_n')
+    if v is None or not math.isfinite(float(v)): return '(not run)' if v is None else _diverged(n)
     return f'{num(abs(v), digits)}{unit} {words[v >= 0]}' + (f' (sd {num(sd, digits)}, {n} seeds)' if n and n > 1 else ' (1 seed)' if n == 1 else '')
 
 # %% ../nbs/05c_plan.ipynb #4ecb4027
 def matched_epochs(plan: 'Plan', a: list[Spec], b: list[Spec], key: str = 'val_ppl', relative: bool = True, stage: str = 'train') -> list[dict]:
     """Per epoch, `b − a` on validation paired by seed (relative: `100 (b/a − 1)`): epoch, mean, sd, n, lo, hi (95 % t-interval),
     over the seeds both arms have logged that far. `a`, `b`: the specs of the two arms (one per seed)."""
-    from memlm.stats import t_interval
+    from memlm.stats import _t_interval
     def curve(s): return {h['epoch']: h[key] for h in run_log(plan.dir(s), stage) if key in h}
     A, B = {s.seed: curve(s) for s in a}, {s.seed: curve(s) for s in b}
     out = []
     for e in sorted({e for c in B.values() for e in c}):
         d = [100 * (B[s][e] / A[s][e] - 1) if relative else B[s][e] - A[s][e] for s in B if s in A and e in A[s] and e in B[s]]
         if not d: continue
-        mu, sd = mean_sd(d); ci = t_interval(mu, sd, len(d))
+        mu, sd = mean_sd(d); ci = _t_interval(mu, sd, len(d))
         out.append(dict(epoch=e, mean=mu, sd=sd, n=len(d), lo=ci[0] if ci else None, hi=ci[1] if ci else None))
     return out
 

@@ -35,9 +35,8 @@ def pick(scale: str, **by_scale):
     raise KeyError(f"no value given for scale {scale!r} (have {sorted(by_scale)})")
 
 # %% auto #0
-__all__ = ['SCALES', 'repo_root', 'check_scale', 'pick', 'device_name', 'device_kind', 'results_dir', 'figures_dir', 'provenance',
-           'write_text', 'write_json', 'json_float', 'Experiment', 'archive_dir', 'archived_runs', 'num',
-           'markdown_table']
+__all__ = ['SCALES', 'repo_root', 'check_scale', 'pick', 'device_kind', 'results_dir', 'write_text', 'write_json', 'json_float',
+           'Experiment', 'archive_dir', 'num', 'markdown_table']
 
 # %% ../nbs/01_registry.ipynb #cabb3332
 def _seed_everything(seed: int) -> None:
@@ -55,7 +54,7 @@ def _get_device() -> torch.device:
     return torch.device('cuda' if torch.cuda.is_available() else 'cpu')
 
 # %% ../nbs/01_registry.ipynb #655a7d5c
-def device_name(device: torch.device | str | None = None) -> str:
+def _device_name(device: torch.device | str | None = None) -> str:
     "Human-readable name of the device a run used (GPU model, or CPU with its thread count)."
     import torch
     device = torch.device(device) if device is not None else _get_device()
@@ -97,7 +96,7 @@ def _flush_denormals() -> bool:
 
 # %% ../nbs/01_registry.ipynb #09b863ad
 def results_dir() -> Path: return Path(os.environ.get('MEMLM_RESULTS', repo_root()/'results'))
-def figures_dir() -> Path: return Path(os.environ.get('MEMLM_FIGURES', repo_root()/'figures'))
+def _figures_dir() -> Path: return Path(os.environ.get('MEMLM_FIGURES', repo_root()/'figures'))
 
 def _git(*args) -> str | None:
     try:
@@ -114,12 +113,12 @@ def _code_state() -> dict:
 
 _CODE_AT_START = _code_state()   # the code this process imported: read once, so a later commit or edit does not relabel its runs
 
-def provenance(device: torch.device | str | None = None) -> dict:
+def _provenance(device: torch.device | str | None = None) -> dict:
     """Commit and dirty flag of the code this process imported (`_CODE_AT_START`), date, device, versions and host.
     `head_now` is added when the checkout's HEAD has moved on since (a long campaign outliving a commit)."""
     import torch
     p = dict(**_CODE_AT_START, date=datetime.now(timezone.utc).isoformat(timespec='seconds'),
-             device=device_name(device), torch=torch.__version__, python=platform.python_version(),
+             device=_device_name(device), torch=torch.__version__, python=platform.python_version(),
              host=socket.gethostname())
     if _MALLOC_KEPT: p["malloc"] = _MALLOC_KEPT
     if _DENORMALS_FLUSHED: p["denormals"] = "flushed to zero"
@@ -172,27 +171,27 @@ class Experiment:
         self.t0 = time.time()
         self.partial = bool(self.params.get('parts'))   # an execution of some parts: its outputs never replace the full ones
         self.out = results_dir()/self.scale/self.paper/('partial' if self.partial else '')
-        self.figs = figures_dir()/self.scale/('partial' if self.partial else '')
+        self.figs = _figures_dir()/self.scale/('partial' if self.partial else '')
 
     def record(self, name: str, metrics: dict, **extra) -> Path:
         "Write `metrics` with provenance to `results/<scale>/<paper>/<name>.json`."
         rec = dict(paper=self.paper, name=name, scale=self.scale, metrics=metrics, seeds=self.seeds, params=self.params,
-                   wall_time_s=round(time.time() - self.t0, 2), provenance=provenance(self.device), **extra)
+                   wall_time_s=round(time.time() - self.t0, 2), provenance=_provenance(self.device), **extra)
         return write_json(self.out/f'{name}.json', rec)
 
     def load(self, name: str, former: bool = False) -> dict | None:
         """The record `name` of this paper and scale, or None; None too where runs behind it are archived (a former recipe's,
-        `archived_runs`), unless `former`: findings read only today's recipe."""
+        `_archived_runs`), unless `former`: findings read only today's recipe."""
         rec = _load_result(self.paper, name, self.scale)
         if rec is None or former: return rec
-        return None if archived_runs(rec, self.paper, self.scale) else rec
+        return None if _archived_runs(rec, self.paper, self.scale) else rec
 
 # %% ../nbs/01_registry.ipynb #8a07c738
 def archive_dir(paper: str, scale: str) -> Path:
     "Where a paper's runs of former recipes are kept: `results/<scale>/<paper>/archive/<run>`, listed in its `index.csv` (what each was, what replaced it, why)."
     return results_dir()/check_scale(scale)/paper/'archive'
 
-def archived_runs(rec: dict, paper: str, scale: str) -> list[str]:
+def _archived_runs(rec: dict, paper: str, scale: str) -> list[str]:
     "The runs behind aggregated record `rec` that are archived: its numbers are a former recipe's."
     return [r for r in rec.get('runs') or [] if isinstance(r, str) and (archive_dir(paper, scale)/r).is_dir()]
 
@@ -226,7 +225,7 @@ def table(self: Experiment, rows: list[dict], name: str, columns: list[str] | No
            caption: str = '', digits: int = 2) -> str:
     "Write `rows` as markdown to `results/<scale>/<paper>/<name>.md` (with a provenance footer) and return it."
     md = (f'**{caption}**\n\n' if caption else '') + markdown_table(rows, columns, digits)
-    p = provenance(self.device)
+    p = _provenance(self.device)
     foot = f"\n_scale {self.scale}; seeds {self.seeds}; rendered at commit {(p['commit'] or '?')[:10]}{'+dirty' if p['dirty'] else ''} on {p['device']}, {p['date']}; where each run trained: its record.json_\n"
     write_text(self.out/f'{name}.md', md + foot)
     return md

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from scipy import stats as st
 
 # %% auto #0
-__all__ = ['KINDS', 'parse_test', 't_interval', 'sd_interval', 'seeds_needed', 'decide']
+__all__ = ['KINDS', 'sd_interval', 'seeds_needed']
 
 # %% ../nbs/05a_stats.ipynb #3b6d47b2
 KINDS = ('effect', 'equivalence', 'threshold', 'absolute', 'reading', 'target')
@@ -24,7 +24,7 @@ class _Test:
     band: tuple | None = None       # (lo, hi) of an equivalence
     tol: float | None = None        # absolute: the relative band around the paper's number
 
-def parse_test(kind: str, expect: str, tol: str | float | None = None, where: str = '') -> _Test:
+def _parse_test(kind: str, expect: str, tol: str | float | None = None, where: str = '') -> _Test:
     "The declared test of a claim; a kind and an `expect` that do not go together raise, naming the row."
     e, k = (expect or '').strip(), (kind or '').strip()
     bad = lambda why: ValueError(f"{where}: kind {k!r} with expect {e!r}: {why}")
@@ -46,7 +46,7 @@ def parse_test(kind: str, expect: str, tol: str | float | None = None, where: st
     return _Test(k)
 
 # %% ../nbs/05a_stats.ipynb #a241aee7
-def t_interval(mean: float, sd: float, n: int, level: float = 1 - _ALPHA) -> tuple[float, float] | None:
+def _t_interval(mean: float, sd: float, n: int, level: float = 1 - _ALPHA) -> tuple[float, float] | None:
     "The `level` t-interval of a mean over n seeds with sample sd `sd` (None below 2 seeds)."
     if n is None or n < 2 or sd is None or math.isnan(sd): return None
     h = st.t.ppf(0.5 + level / 2, n - 1) * sd / math.sqrt(n)
@@ -122,7 +122,7 @@ def seeds_needed(delta: float | None, sd: float | None, alpha: float = _ALPHA, t
     return None
 
 # %% ../nbs/05a_stats.ipynb #c7849356
-def decide(claims: list[dict], alpha: float = _ALPHA) -> list[dict]:
+def _decide(claims: list[dict], alpha: float = _ALPHA) -> list[dict]:
     """Verdicts for one paper's claims. Each claim: `test` (a `_Test`), `paper` (its number or None), `n_declared`, and ours:
     `value`, `sd`, `n`, `scale` (value None: not run), and optionally `unequal` (why its arms did not train on one schedule, where
     the claim declared that rule: undecided, out of Holm's family), `construction` (why its arms are equal by construction at the
@@ -139,15 +139,15 @@ def decide(claims: list[dict], alpha: float = _ALPHA) -> list[dict]:
         elif t.kind == 'absolute': r['verdict'] = 'not comparable at this scale'
         elif t.kind == 'target': r['verdict'] = 'met' if (v <= t.x if t.side == '<' else v >= t.x) else 'missed'
         elif why := c.get('construction') or c.get('posthoc') and f"post-hoc ({c['posthoc']})":   # equal arms by construction, or declared after its runs
-            r['verdict'], r['ci'], r['why'] = 'reading', t_interval(v, sd, n), f'{why}: a reading, not a test'
+            r['verdict'], r['ci'], r['why'] = 'reading', _t_interval(v, sd, n), f'{why}: a reading, not a test'
         elif not (math.isfinite(v) and (sd is None or math.isfinite(sd))):   # a run diverged: no interval, nothing to test
             r['verdict'], r['why'] = 'inconclusive', f'not finite ({v:g}): a run diverged, so there is no interval'
         elif (u := c.get('unequal')) and t.kind in ('effect', 'equivalence'):   # its arms trained for different lengths: not a fair comparison
-            r['ci'] = t_interval(v, sd, n)
+            r['ci'] = _t_interval(v, sd, n)
             r['verdict'], r['why'] = 'inconclusive', (f'its arms trained for different lengths ({u}), not on one fixed schedule: '
                                                       'no interval decides it until they train on one')
         else:
-            r['ci'] = t_interval(v, sd, n)
+            r['ci'] = _t_interval(v, sd, n)
             ref = c.get('paper') if t.kind == 'effect' else (t.x if t.kind == 'threshold' else None)
             if t.kind == 'effect' and c.get('paper'): r['ratio'] = v / c['paper']
             if nd is not None and n > nd: r['verdict'], r['why'] = 'reading', f'n={n} seeds, more than the {nd} declared'

@@ -38,10 +38,10 @@ def test_make_rejects_unknown_paper():
 def test_make_accepts_valid_scales(capsys):
     """`python -m memlm.cli check` (what `make reproduce` runs first) accepts every scale: its `main`, in this process (the command's
     exit status on a refusal is the tests above, and test_run_layer's `make reproduce SCALE=cpu ... PARTS=bogus` gets past the scale)."""
-    from memlm.cli import main, papers
+    from memlm.cli import main, _papers
     for s in ('smoke', 'cpu', 'gpu', 'paper'):
         assert main(['check', '--scale', s]) == 0, s
-        assert capsys.readouterr().out.split() == papers(), s   # every paper, when PAPERS names none
+        assert capsys.readouterr().out.split() == _papers(), s   # every paper, when PAPERS names none
 
 
 def _param_cells(nb):
@@ -86,13 +86,13 @@ def test_provenance_dirty_flag_ignores_run_outputs(tmp_path):
     # one process: its records' flag (read at import), the checkout's state after a run's output and after a code edit
     probe = textwrap.dedent("""
         from pathlib import Path
-        from memlm.registry import _code_state, provenance
-        print(provenance()['dirty'])
+        from memlm.registry import _code_state, _provenance
+        print(_provenance()['dirty'])
         Path('results/summary.md').write_text('rewritten by a run\\n'); print(_code_state()['dirty'])
         Path('memlm/__init__.py').write_text(Path('memlm/__init__.py').read_text() + '# edited\\n'); print(_code_state()['dirty'])
-        print(provenance()['dirty'])   # this process's records keep the code it imported
+        print(_provenance()['dirty'])   # this process's records keep the code it imported
     """)
     run = lambda code: subprocess.run([sys.executable, '-c', code], cwd=clone, capture_output=True, text=True,
                                       env={'PYTHONPATH': str(clone), 'PATH': '/usr/bin:/bin'}, check=True).stdout.split()
     assert run(probe) == ['False', 'False', 'True', 'False']
-    assert run("from memlm.registry import provenance; print(provenance()['dirty'])") == ['True']   # a process that imports the edited code
+    assert run("from memlm.registry import _provenance; print(_provenance()['dirty'])") == ['True']   # a process that imports the edited code

@@ -70,10 +70,10 @@ def test_committed_runs_are_still_found():
     """Every committed run that a plan read when the index was written is found by today's plans, or archived with its line in
     the archive's index.csv (what it was, what replaced it, why): moving code keeps run keys, and no record is lost."""
     import csv
-    from memlm.cli import plan_folders
+    from memlm.cli import _plan_folders
     from memlm.registry import archive_dir
     index = json.loads((ROOT/'tests'/'run_index.json').read_text())
-    now = plan_folders(data_path=os.environ.get('MEMLM_DATA'))
+    now = _plan_folders(data_path=os.environ.get('MEMLM_DATA'))
     def archived(key):
         scale, paper = key.split('/')
         f = archive_dir(paper, scale)/'index.csv'
@@ -88,12 +88,12 @@ def test_committed_runs_are_still_found():
 def test_no_archived_run_is_in_a_plan():
     "An archived run is a former recipe's: no plan of today (any paper, any run it borrows) reads it."
     from memlm.plan import paper_plan
-    from memlm.cli import papers
+    from memlm.cli import _papers
     for scale in ('cpu', 'gpu'):
         arch = {(d.parent.parent.name, d.name) for d in (ROOT/'results'/scale).glob('*/archive/*') if d.is_dir()}
         if not arch: continue
         live = set()
-        for p in papers():
+        for p in _papers():
             plan = paper_plan(p, scale, [0, 1, 2], os.environ.get('MEMLM_DATA'))
             live |= {(plan.dir(s).parent.parent.name, s.folder) for s in plan.specs()}
         assert not arch & live, sorted(arch & live)
@@ -141,12 +141,12 @@ def test_a_retrain_message_names_the_run_the_plan_selects():
 
 
 def test_a_second_process_on_a_running_run_exits_nonzero_naming_the_holder(tmp_path):
-    from memlm.experiment import run_lock
+    from memlm.experiment import _run_lock
     from memlm.plan import paper_plan
     os.environ['MEMLM_RESULTS'] = str(tmp_path)
     try:
         plan = paper_plan('awd_lstm', 'smoke', [0]); s = plan.specs()[0]
-        with run_lock(plan.dir(s)):                                      # this process "trains" it
+        with _run_lock(plan.dir(s)):                                      # this process "trains" it
             r = subprocess.run([PY, '-m', 'memlm.cli', 'run', '--paper', 'awd_lstm', '--scale', 'smoke', '--runs', s.folder, '--seeds', '0'],
                                cwd=ROOT, capture_output=True, text=True, timeout=120, env={**os.environ, 'PYTHONPATH': str(ROOT)})
     finally: del os.environ['MEMLM_RESULTS']
@@ -154,13 +154,13 @@ def test_a_second_process_on_a_running_run_exits_nonzero_naming_the_holder(tmp_p
 
 
 def test_status_overview_counts_corrupt_runs_and_names_each_file_once(tmp_path):
-    from memlm.cli import status_overview
+    from memlm.cli import _status_overview
     from memlm.plan import paper_plan
     os.environ['MEMLM_RESULTS'] = str(tmp_path)
     try:
         plan = paper_plan('awd_lstm', 'smoke', [0]); s = plan.specs()[0]
         plan.dir(s).mkdir(parents=True); (plan.dir(s)/'record.json').write_text('{')
-        out = status_overview('smoke', [0], paper_list=['awd_lstm'])
+        out = _status_overview('smoke', [0], paper_list=['awd_lstm'])
     finally: del os.environ['MEMLM_RESULTS']
     head, row = out.splitlines()[0].split('|'), out.splitlines()[2].split('|')
     assert row[head.index(' corrupt ')].strip() == '1', out
@@ -170,9 +170,9 @@ def test_status_overview_counts_corrupt_runs_and_names_each_file_once(tmp_path):
 def test_every_plan_builds_with_an_empty_results_folder(tmp_path, monkeypatch):
     "A fresh machine (`make gpu-check`, a cluster node) has no records: every paper's plan at every scale still builds."
     from memlm.plan import paper_plan
-    from memlm.cli import papers
+    from memlm.cli import _papers
     from memlm.registry import SCALES
     monkeypatch.setenv('MEMLM_RESULTS', str(tmp_path))
     for scale in SCALES:
-        for p in papers():
+        for p in _papers():
             assert paper_plan(p, scale, [0, 1, 2], os.environ.get('MEMLM_DATA')).specs(), (p, scale)

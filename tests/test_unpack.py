@@ -14,8 +14,8 @@ def _spec():
 
 
 def _record(spec, **kw):
-    from memlm.experiment import config_dict, key_name
-    return dict(name=spec.name, key=spec.key, fn=key_name(spec.fn), config=config_dict(spec.cfg), seed=spec.seed, data_id=spec.data_id,
+    from memlm.experiment import _config_dict, _key_name
+    return dict(name=spec.name, key=spec.key, fn=_key_name(spec.fn), config=_config_dict(spec.cfg), seed=spec.seed, data_id=spec.data_id,
                 status='done', metrics={'test_ppl': 1.0}, provenance={'device': 'NVIDIA H100 80GB HBM3'}) | kw
 
 

@@ -18,7 +18,7 @@ import functools, importlib, json, os, re, tarfile, time
 from concurrent.futures import ProcessPoolExecutor, wait, FIRST_COMPLETED
 import multiprocessing as mp
 from pathlib import Path
-from memlm.experiment import Spec, execute, load_record, ckpt_home, record_mismatch, CorruptRecordError
+from memlm.experiment import Spec, execute, load_record, ckpt_home, _record_mismatch, CorruptRecordError
 from memlm.plan import Plan, paper_plan, _requires
 from memlm.registry import SCALES, device_kind, results_dir
 
@@ -204,7 +204,7 @@ def unpack(archives: list[Path], root: Path | None = None, expect_device: str | 
     `results/`, weights where this machine keeps checkpoints (`ckpt_home`). The whole set is checked before anything is written:
     every member is a regular file at a place `pack` writes (`_member_place`: no links, devices or folders); every run folder has
     its record in the set, a record that ran on a device naming `expect_device` (None: any) and that is the run its folder names
-    in the paper's plan (`spec_of(scale, paper, run)`, checked by `record_mismatch`). Each file is written aside and renamed over
+    in the paper's plan (`spec_of(scale, paper, run)`, checked by `_record_mismatch`). Each file is written aside and renamed over
     its destination, which must stay inside its run folder (or checkpoint folder) with every link resolved: a link there is
     replaced, never followed. Returns the records' member names."""
     root = Path(root or results_dir().parent); files, recs = [], {}
@@ -228,7 +228,7 @@ def unpack(archives: list[Path], root: Path | None = None, expect_device: str | 
         try: spec = spec_of(scale, paper, run)
         except ModuleNotFoundError: spec = None
         if spec is None: raise ValueError(f"{a}: {name}: {paper}'s plan at scale {scale} has no run {run}; nothing unpacked")
-        if why := record_mismatch(rec, spec): raise ValueError(f'{a}: {name} is not the record of the run its folder names ({why}); nothing unpacked')
+        if why := _record_mismatch(rec, spec): raise ValueError(f'{a}: {name} is not the record of the run its folder names ({why}); nothing unpacked')
     res = root/'results'
     def place_of(scale, paper, run, rest) -> Path:
         d = res/scale/paper/'runs'/run
@@ -248,12 +248,12 @@ def main(argv=None) -> int:
     """`python tools/campaign.py run --budget 540 --workers 4 --out OUT [--data DIR]`: run the pending runs and pack their folders into OUT;
     `python tools/campaign.py unpack --from DIR [--device NVIDIA]`: put the archives of DIR into results/, every record checked."""
     import argparse
-    from memlm.cli import positive_int, time_limit
+    from memlm.cli import _positive_int, _time_limit
     p = argparse.ArgumentParser(prog='tools/campaign.py', description=__doc__)
     sub = p.add_subparsers(dest='cmd', required=True)
     g = sub.add_parser('run', help='spend a GPU machine: pending runs in priority order, packed, archived')
-    g.add_argument('--budget', default=540., type=time_limit, help='seconds this command may take (default 540)')
-    g.add_argument('--workers', default=4, type=positive_int, help='runs at once on the device')
+    g.add_argument('--budget', default=540., type=_time_limit, help='seconds this command may take (default 540)')
+    g.add_argument('--workers', default=4, type=_positive_int, help='runs at once on the device')
     g.add_argument('--out', default='runs/campaign', help='where the archives go')
     g.add_argument('--data', default='', help='folder with the corpora (default: $MEMLM_DATA, else data/)')
     u = sub.add_parser('unpack', help="put a campaign's archives into results/, checking that every record names the GPU")
