@@ -474,9 +474,9 @@ class MetaDynScale:
 
 # %% ../nbs/13b_meta_dynamic_runs.ipynb #76d88187
 SCALES = {
-    'smoke': MetaDynScale(wt2_corpus=dict(name='topics', test_tokens=200, valid_tokens=600), wt2_model=AWDLSTMConfig.tiny(60, nlayers=2, emsize=16, nhid=32),
+    'smoke': MetaDynScale(wt2_corpus=dict(name='topics', test_tokens=120, valid_tokens=400), wt2_model=AWDLSTMConfig.tiny(60, nlayers=2, emsize=16, nhid=32),
                           wt2_train=ADAM | dict(batch_size=16, bptt=20, max_steps_per_epoch=30, log_interval=10), wt2_epochs=2,
-                          ptb_test_tokens=200, ptb_valid_tokens=400, reuse_core=False, max_stats_batches=20, fisher_pieces=20, sgd_grid=(0.1, 1.), rms_grid=(1.,),
+                          ptb_test_tokens=120, ptb_valid_tokens=300, reuse_core=False, max_stats_batches=20, fisher_pieces=20, sgd_grid=(0.1, 1.), rms_grid=(1.,),
                           unroll=5, meta_steps=3, meta_lrs=(1e-2, 1e-1), holdout_tokens=100,
                           pilot_steps=4, eval_every=2, curve_tokens=100, learn_seeds=(0, 1),
                           speed_corpus='synthetic', speed_model=AWDLSTMConfig.tiny(64, nlayers=2, emsize=16, nhid=32), speed_tokens=300,
