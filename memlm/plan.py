@@ -9,7 +9,7 @@ from fastcore.basics import patch
 # %% auto #0
 __all__ = ['TRAIN_TOKENS', 'GPU_BUDGET_MIN', 'Results', 'Plan', 'paper_plan', 'run_log', 'GpuBasis', 'basis_hours',
            'plan_progress', 'mean_sd', 'aggregate', 'paired_diff', 'row_metrics', 'run_lists', 'fmt_ms', 'fmt_change',
-           'matched_epochs', 'matched_epochs_plot']
+           'matched_epochs']
 
 # %% ../nbs/05c_plan.ipynb #80229721
 import json, math, multiprocessing as mp, os, shutil, statistics, time, traceback
@@ -519,27 +519,28 @@ def fmt_change(metrics: dict, key: str, digits: int = 2, unit: str = ' %', words
     return f'{num(abs(v), digits)}{unit} {words[v >= 0]}' + (f' (sd {num(sd, digits)}, {n} seeds)' if n and n > 1 else ' (1 seed)' if n == 1 else '')
 
 # %% ../nbs/05c_plan.ipynb #4ecb4027
-def matched_epochs(plan: 'Plan', a: list[Spec], b: list[Spec], key: str = 'val_ppl', relative: bool = True, stage: str = 'train') -> list[dict]:
+class _Curve(list):
+    "`matched_epochs`'s rows (a list of dicts, as a record keeps them), which draw themselves."
+    def plot(self, label: str, ax=None, unit: str = '%'):
+        "The matched-epoch paired difference with its interval band, zero marked (on `ax`, else a new figure's)."
+        import matplotlib.pyplot as plt
+        ax = ax or plt.subplots(figsize=(5.5, 3.2))[1]
+        ax.plot([r['epoch'] for r in self], [r['mean'] for r in self], 'o-', ms=3, label=label)
+        band = [r for r in self if r['lo'] is not None]
+        if band: ax.fill_between([r['epoch'] for r in band], [r['lo'] for r in band], [r['hi'] for r in band], alpha=0.25)
+        ax.axhline(0, color='black', lw=0.8); ax.set(xlabel='epoch', ylabel=f'paired difference on validation ({unit})')
+        return ax
+
+def matched_epochs(plan: 'Plan', a: list[Spec], b: list[Spec], key: str = 'val_ppl', relative: bool = True, stage: str = 'train') -> _Curve:
     """Per epoch, `b − a` on validation paired by seed (relative: `100 (b/a − 1)`): epoch, mean, sd, n, lo, hi (95 % t-interval),
-    over the seeds both arms have logged that far. `a`, `b`: the specs of the two arms (one per seed)."""
+    over the seeds both arms have logged that far; `.plot(label)` draws them. `a`, `b`: the specs of the two arms (one per seed)."""
     from memlm.stats import _t_interval
     def curve(s): return {h['epoch']: h[key] for h in run_log(plan.dir(s), stage) if key in h}
     A, B = {s.seed: curve(s) for s in a}, {s.seed: curve(s) for s in b}
-    out = []
+    out = _Curve()
     for e in sorted({e for c in B.values() for e in c}):
         d = [100 * (B[s][e] / A[s][e] - 1) if relative else B[s][e] - A[s][e] for s in B if s in A and e in A[s] and e in B[s]]
         if not d: continue
         mu, sd = mean_sd(d); ci = _t_interval(mu, sd, len(d))
         out.append(dict(epoch=e, mean=mu, sd=sd, n=len(d), lo=ci[0] if ci else None, hi=ci[1] if ci else None))
     return out
-
-def matched_epochs_plot(rows: list[dict], label: str, ax=None, unit: str = '%'):
-    "The matched-epoch paired difference with its interval band, zero marked."
-    import matplotlib.pyplot as plt
-    ax = ax or plt.subplots(figsize=(5.5, 3.2))[1]
-    ep = [r['epoch'] for r in rows]
-    ax.plot(ep, [r['mean'] for r in rows], 'o-', ms=3, label=label)
-    band = [r for r in rows if r['lo'] is not None]
-    if band: ax.fill_between([r['epoch'] for r in band], [r['lo'] for r in band], [r['hi'] for r in band], alpha=0.25)
-    ax.axhline(0, color='black', lw=0.8); ax.set(xlabel='epoch', ylabel=f'paired difference on validation ({unit})')
-    return ax
