@@ -6,7 +6,7 @@
 from __future__ import annotations
 import csv, json, math, re
 from pathlib import Path
-from .registry import SCALES, _archived_runs, results_dir, markdown_table, _fmt, _load_result, json_float
+from .registry import SCALES, _archived_runs, results_dir, markdown_table, _fmt, _load_result, _json_float
 
 # %% auto #0
 __all__ = ['PAPERS', 'read_claims', 'claim_verdicts', 'headline', 'claim_lines', 'claims_forest', 'unrecorded_claims',
@@ -43,7 +43,7 @@ def _records(c: dict, scales):
     for s in scales:
         p = results_dir()/s/c['paper']/f"{c['result']}.json"
         if not p.exists(): continue
-        rec = json.loads(p.read_text()); v = json_float(rec.get('metrics', {}).get(c['key']))   # 'inf': a diverged run's
+        rec = json.loads(p.read_text()); v = _json_float(rec.get('metrics', {}).get(c['key']))   # 'inf': a diverged run's
         if v is not None and not isinstance(v, str): yield s, p, rec, float(v)
 
 def _claim_value(c: dict, scales=('paper', 'gpu', 'cpu'), archived=_archived_runs) -> dict | None:
@@ -54,7 +54,7 @@ def _claim_value(c: dict, scales=('paper', 'gpu', 'cpu'), archived=_archived_run
         if archived(rec, c['paper'], s): continue
         m, own = rec['metrics'], _claim_runs(c)
         if own and not _run_records(rec, p.parent, own): own = c.get('arms') or ''   # its runs are another paper's: the record's
-        o = dict(value=v, sd=json_float(m.get(f"{c['key']}_std")), n=m.get(f"{c['key']}_n"), scale=s, partial=bool(rec.get('missing')),
+        o = dict(value=v, sd=_json_float(m.get(f"{c['key']}_std")), n=m.get(f"{c['key']}_n"), scale=s, partial=bool(rec.get('missing')),
                  unequal=_unequal_schedules(rec, p.parent, c.get('arms') or ''), schedule=_schedule(rec, p.parent, own))   # of the runs it compares
         if not o['partial']: return o   # `missing`: some of the record's runs are unfinished
         partial = partial or o
@@ -143,7 +143,7 @@ def _condition(c: dict, o: dict | None, scale: str | None) -> str | None:
     m = re.fullmatch(r'\s*(?:([\w.\-]+):)?([\w/.\-]+)\s*(>=|<=|>|<)\s*(-?[\d.eE+-]+)\s*', c['condition'])
     if not m: raise ValueError(f"{c['paper']}: condition {c['condition']!r} of {c['claim'][:40]!r} is not '[<record>:]<metric> <op> <number>'")
     result, key, op, x = m.group(1) or c['result'], m.group(2), m.group(3), float(m.group(4))
-    v = json_float(((_load_result(c['paper'], result, scale) or {}).get('metrics') or {}).get(key))
+    v = _json_float(((_load_result(c['paper'], result, scale) or {}).get('metrics') or {}).get(key))
     where = '' if result == c['result'] else f'{result}: '
     if v is None: return f'{where}{key} not recorded, so its condition {key} {op} {x:g} cannot be checked'
     ok = {'>=': operator.ge, '<=': operator.le, '>': operator.gt, '<': operator.lt}[op](v, x)
@@ -479,16 +479,17 @@ def unrecorded_claims(paper: str, scale: str) -> list[str]:
     return out
 
 # %% ../nbs/05b_claims.ipynb #6b1f51ca
-def render_findings(exp, says: dict, scale: str, kinds: tuple | None = None, rest: str | None = None) -> str:
+def render_findings(exp, says: dict, scale: str, absolute: bool = False, rest: str | None = None) -> str:
     """Findings as markdown, one bullet per result. `says`: record name (or `(name, claim-key prefix)`) -> `(label, template)`, where
     `template(metrics, record)` gives a few sentences on the record's numbers; nested under each, the claims on that record (their key
-    starting with the prefix) as `memlm.claims.claim_lines` words and decides them (`kinds`: None, its default). A record not written
-    yet is left out; one that lacks a number its template reads says that not every run of it has finished (at smoke scale, where
-    every part runs, that is an error). `rest`: the label under which the claims no bullet showed come last."""
+    starting with the prefix) as `memlm.claims.claim_lines` words and decides them (`absolute`: its absolute claims too, which it leaves
+    to a notebook's tables). A record not written yet is left out; one that lacks a number its template reads says that not every run
+    of it has finished (at smoke scale, where every part runs, that is an error). `rest`: the label under which the claims no bullet showed come last."""
     rows, shown, out = claim_verdicts(exp.paper), set(), []
+    kinds = dict(kinds=_TESTED + ('target', 'reading', 'absolute')) if absolute else {}   # else claim_lines' default
     def claims(sel: list) -> str:
         shown.update(id(r) for r in sel)
-        return ''.join('\n  ' + l for l in claim_lines(exp.paper, rows=sel, **({} if kinds is None else dict(kinds=kinds))).splitlines())
+        return ''.join('\n  ' + l for l in claim_lines(exp.paper, rows=sel, **kinds).splitlines())
     for what, (label, say) in says.items():
         name, prefix = what if isinstance(what, tuple) else (what, '')
         if not (rec := exp.load(name)): continue

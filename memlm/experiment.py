@@ -9,14 +9,14 @@ from dataclasses import MISSING, dataclass, field, fields, is_dataclass, asdict,
 from pathlib import Path
 from typing import Any, Callable
 import torch
-from .registry import (check_scale, results_dir, _provenance, write_json, write_text, _jsonable, json_float, _get_device,
+from .registry import (check_scale, results_dir, _provenance, _write_json, write_text, _jsonable, _json_float, _get_device,
                             _seed_everything, _keep_freed_memory, _flush_denormals)
 from .train import fit, save_checkpoint, TimeLimitReached, Interrupted, TrainConfig
 
 # %% auto #0
-__all__ = ['LOADERS', 'NotebookParams', 'snapshot', 'read_params', 'experiment', 'key_dict', 'data_identity', 'Spec', 'borrow',
-           'ckpt_home', 'RunContext', 'ToyConfig', 'toy_regression', 'runs_dir', 'runs_command', 'final_weights',
-           'best_checkpoint', 'CorruptRecordError', 'load_record', 'loads', 'load_trained', 'execute', 'global_reads']
+__all__ = ['LOADERS', 'NotebookParams', 'snapshot', 'read_params', 'experiment', 'data_identity', 'Spec', 'borrow', 'ckpt_home',
+           'RunContext', 'ToyConfig', 'toy_regression', 'runs_dir', 'runs_command', 'final_weights', 'best_checkpoint',
+           'CorruptRecordError', 'load_record', 'loads', 'load_trained', 'execute', 'global_reads']
 
 # %% ../nbs/05_experiment.ipynb #3edf2536
 @dataclass
@@ -89,14 +89,14 @@ def _keyed(f, v) -> bool:
     k = f.metadata.get('key', True)
     return k is True or (k == 'if_set' and v != f.default)
 
-def key_dict(cfg) -> dict:
+def _key_dict(cfg) -> dict:
     """`_config_dict` without the fields marked `field(metadata={'key': False})` (where files are, progress bars): what identifies a run.
     A field added to a config after runs were recorded is marked `metadata={'key': 'if_set'}`: keyed only off its default, so
     older records keep their keys (their runs had the default)."""
     if is_dataclass(cfg):
-        return {'_type': _type_name(cfg), **{f.name: key_dict(v) for f in fields(cfg) if _keyed(f, v := getattr(cfg, f.name))}}
-    if isinstance(cfg, dict): return {str(k): key_dict(v) for k, v in cfg.items()}
-    if isinstance(cfg, (list, tuple)): return [key_dict(v) for v in cfg]
+        return {'_type': _type_name(cfg), **{f.name: _key_dict(v) for f in fields(cfg) if _keyed(f, v := getattr(cfg, f.name))}}
+    if isinstance(cfg, dict): return {str(k): _key_dict(v) for k, v in cfg.items()}
+    if isinstance(cfg, (list, tuple)): return [_key_dict(v) for v in cfg]
     return _jsonable(cfg)
 
 # %% ../nbs/05_experiment.ipynb #4c069d74
@@ -131,7 +131,7 @@ class Spec:
             raise TypeError(f'{self.fn!r}: an experiment function must be a module-level function (worker processes import it)')
         self.name = self.name or type(self.cfg).__name__
     @property
-    def key(self) -> str: return _content_key(_key_name(self.fn), key_dict(self.cfg), self.seed, self.data_id)
+    def key(self) -> str: return _content_key(_key_name(self.fn), _key_dict(self.cfg), self.seed, self.data_id)
     @property
     def folder(self) -> str: return f'{self.name}-s{self.seed}-{self.key}'
     @property
@@ -168,9 +168,9 @@ def _fit_summary(hist: list[dict], epochs: int, stage: str = 'train') -> dict:
 
 # %% ../nbs/05_experiment.ipynb #45fe43d4
 def _json_back(x):
-    "A value as `write_json` kept it, back: its non-finite floats ('inf', 'nan') floats again (`json_float`), in lists and dicts too."
+    "A value as `_write_json` kept it, back: its non-finite floats ('inf', 'nan') floats again (`_json_float`), in lists and dicts too."
     if isinstance(x, dict): return {k: _json_back(v) for k, v in x.items()}
-    return [_json_back(v) for v in x] if isinstance(x, list) else json_float(x)
+    return [_json_back(v) for v in x] if isinstance(x, list) else _json_float(x)
 
 @dataclass
 class RunContext:
@@ -211,7 +211,7 @@ class RunContext:
         t0 = time.time(); value = fn()
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
-            write_json(path, done | {key: dict(value=value, time_s=round(time.time() - t0, 3))})
+            _write_json(path, done | {key: dict(value=value, time_s=round(time.time() - t0, 3))})
         return value
 
 # %% ../nbs/05_experiment.ipynb #ab1de891
@@ -252,7 +252,7 @@ def toy_regression(cfg: ToyConfig, seed: int, ctx: RunContext) -> dict:
 
 # %% ../nbs/05_experiment.ipynb #c03a1805
 def _agrees(keyed, full) -> bool:
-    "Whether a record's config (`full`, all its fields) has every value the run key hashes (`keyed`: `key_dict` of the plan's config)."
+    "Whether a record's config (`full`, all its fields) has every value the run key hashes (`keyed`: `_key_dict` of the plan's config)."
     if isinstance(keyed, dict):
         return isinstance(full, dict) and all(k == '_type' or k in full and _agrees(v, full[k]) for k, v in keyed.items())
     if isinstance(keyed, list): return isinstance(full, list) and len(keyed) == len(full) and all(map(_agrees, keyed, full))
@@ -263,13 +263,14 @@ def _record_mismatch(rec: dict, spec: Spec) -> str | None:
     A record from elsewhere (an unpacked archive, `tools/campaign.py unpack`) is trusted only where its own contents give its folder's key."""
     want = dict(key=spec.key, fn=_key_name(spec.fn), seed=spec.seed, data_id=spec.data_id)
     bad = [f'{k} {rec.get(k)!r}, not {v!r}' for k, v in want.items() if rec.get(k) != v]
-    if not _agrees(key_dict(spec.cfg), _jsonable(rec.get('config'))): bad.append("a config that is not the plan's")
+    if not _agrees(_key_dict(spec.cfg), _jsonable(rec.get('config'))): bad.append("a config that is not the plan's")
     return '; '.join(bad) or None
 
 # %% ../nbs/05_experiment.ipynb #e1896370
-def runs_dir(paper: str, scale: str, root: Path | None = None) -> Path:
-    "Where the runs of a paper at a scale live: `results/<scale>/<paper>/runs`."
-    return Path(root or results_dir())/check_scale(scale)/paper/'runs'
+def runs_dir(paper: str, scale: str, root: Path | None = None, archive: bool = False) -> Path:
+    """Where the runs of a paper at a scale live: `results/<scale>/<paper>/runs`; `archive`: where its runs of former recipes are kept,
+    `results/<scale>/<paper>/archive`, listed in its `index.csv` (what each was, what replaced it, why)."""
+    return Path(root or results_dir())/check_scale(scale)/paper/('archive' if archive else 'runs')
 
 # %% ../nbs/05_experiment.ipynb #4c8b6a6b
 def _keep_weights(run_dir, carry: bool = False) -> dict:
@@ -299,7 +300,7 @@ def _carried_path(run_dir, stage: str = 'train') -> Path:
 def _ensure_carried(spec, d, rec: dict) -> dict:
     "The finished record `rec` of `spec` in folder `d`, its weights carried first where `spec.carry` asks and it finished before (`execute`, `Plan.run`)."
     if spec.carry and not rec.get('carried') and any(ckpt_home(d).glob('*/best.pt')):
-        with _run_lock(Path(d)): rec['carried'] = _keep_weights(d, carry=True); write_json(Path(d)/'record.json', rec)
+        with _run_lock(Path(d)): rec['carried'] = _keep_weights(d, carry=True); _write_json(Path(d)/'record.json', rec)
     return rec
 
 
@@ -443,7 +444,7 @@ def _config_from_record(rec: dict, data_path: str | None = None):
     cls = next((t for t in LOADERS if (vars(t).get('key_type') or t.__qualname__) == name), None)
     if cls is None: raise TypeError(f"no loader for a {name} run (the record of {rec.get('name')}): register one with @loads({name}) beside its experiment function")
     cfg = _from_json(cls, rec['config'], data_path)
-    if (key := _content_key(rec['fn'], key_dict(cfg), rec['seed'], rec.get('data_id'))) != rec['key']:
+    if (key := _content_key(rec['fn'], _key_dict(cfg), rec['seed'], rec.get('data_id'))) != rec['key']:
         raise ValueError(f"the {name} rebuilt from the record of {rec.get('name')} has key {key}, not the record's {rec['key']}: its config's code changed since the run")
     return cfg
 
@@ -665,7 +666,7 @@ def _execute_locked(spec, root, d, rec, deadline, rerun, device) -> dict:
     elif replaces is not None: rec['replaces'] = replaces              # new numbers (or not finished yet): what the finish it replaces recorded
     if status == 'done': rec['kept_weights'] = _keep_weights(d); shutil.rmtree(d/'parked', ignore_errors=True)
     if status == 'done' and spec.carry: rec['carried'] = _keep_weights(d, carry=True)
-    write_json(d/'record.json', rec)
+    _write_json(d/'record.json', rec)
     (d/'.session').unlink(missing_ok=True)
     if isinstance(stopped, Interrupted): raise stopped                 # Ctrl-C / kill: recorded and checkpointed; the caller stops too
     return rec

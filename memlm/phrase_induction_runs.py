@@ -265,7 +265,8 @@ def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Pla
     return plan
 
 # %% ../nbs/11a_phrase_induction_runs.ipynb #168a2686
-from .plan import GpuBasis, TRAIN_TOKENS, record_metric
+from .plan import GpuBasis, TRAIN_TOKENS
+from .experiment import load_record
 
 CORE_GPU_RUN = core.GPU_BASIS['awd_lstm'].ref                    # the core's timed run: the paper's AWD-LSTM on PTB, batch 20, BPTT 70, on an H100
 PILM_TP = 'cpu/phrase_induction/runs/throughput-s0-a8cefde7c3'      # phrase induction's training tokens/s over its base's (a CPU)
@@ -273,7 +274,7 @@ PILM_TP = 'cpu/phrase_induction/runs/throughput-s0-a8cefde7c3'      # phrase ind
 def _gpu_basis(spec) -> GpuBasis:
     "A PILM run's basis: the core's epoch x the phrase module's cost (not the baseline's) x WikiText-2's tokens; fine-tuning epochs alone."
     wt2, base, ft = getattr(spec.cfg, 'corpus', None) == 'wikitext-2', spec.name.startswith('baseline'), spec.name.endswith('_ft')
-    f = lambda r: (TRAIN_TOKENS['wikitext-2'] / TRAIN_TOKENS['ptb'] if wt2 else 1.) / (1. if base else record_metric(r, PILM_TP, 'train_ratio'))
+    f = lambda r: (TRAIN_TOKENS['wikitext-2'] / TRAIN_TOKENS['ptb'] if wt2 else 1.) / (1. if base else load_record(r/PILM_TP)['metrics']['train_ratio'])
     why = '; '.join([*(["WikiText-2's training tokens over PTB's"] if wt2 else []),
                      *([] if base else ["the phrase module at its training tokens/s ratio (measured on a CPU)"])]) or "the core's model, batch and BPTT"
     return GpuBasis(CORE_GPU_RUN, f, why + ('; its fine-tuning epochs (it resumes its plain run)' if ft else ''),

@@ -7,9 +7,9 @@ from __future__ import annotations
 from fastcore.basics import patch
 
 # %% auto #0
-__all__ = ['TRAIN_TOKENS', 'GPU_BUDGET_MIN', 'Results', 'Plan', 'paper_plan', 'run_log', 'GpuBasis', 'fastest_epoch',
-           'record_metric', 'basis_hours', 'gpu_basis', 'plan_progress', 'mean_sd', 'aggregate', 'paired_diff',
-           'row_metrics', 'run_lists', 'fmt_ms', 'fmt_change', 'matched_epochs', 'matched_epochs_plot']
+__all__ = ['TRAIN_TOKENS', 'GPU_BUDGET_MIN', 'Results', 'Plan', 'paper_plan', 'run_log', 'GpuBasis', 'basis_hours',
+           'plan_progress', 'mean_sd', 'aggregate', 'paired_diff', 'row_metrics', 'run_lists', 'fmt_ms', 'fmt_change',
+           'matched_epochs']
 
 # %% ../nbs/05c_plan.ipynb #80229721
 import json, math, multiprocessing as mp, os, shutil, statistics, time, traceback
@@ -367,33 +367,21 @@ def _gpu_hours(spec: Spec, paces: dict) -> tuple[float, str] | None:
 # %% ../nbs/05c_plan.ipynb #c8d3383b
 class GpuBasis(NamedTuple):
     """Where a gpu-scale run's hours on one GPU are extrapolated from: a timed run's fastest logged epoch (the one least shared
-    with other runs on its GPU) x `factor` x the epochs counted; `why` says what the factor is."""
-    ref: str                           # the timed run's folder under the results root: '<scale>/<paper>/runs/<run>' (or '.../archive/<run>')
+    with other runs on its GPU; of several runs, the fastest of theirs) x `factor` x the epochs counted; `why` says what the factor is."""
+    ref: str | tuple[str, ...]         # the timed run's folder under the results root: '<scale>/<paper>/runs/<run>' (or '.../archive/<run>'), or several
     factor: float | Callable = 1.      # this run's epoch over the reference's: a number, or a function of the results root (a record's ratio)
     why: str = 'the same model, batch and BPTT'
     epochs: int | None = None          # epochs counted (None: the run's epoch cap; an early-stopped run: what its reference took, say so in `why`)
 
 GPU_BUDGET_MIN = 8.   # a gpu-scale run's training alone on one H100, in minutes: what each paper's gpu configuration is chosen to fit
 
-def fastest_epoch(d: Path) -> tuple[float, str] | None:
+def _fastest_epoch(d: Path) -> tuple[float, str] | None:
     "(seconds, device) of the fastest training epoch logged in run folder `d` (`train.log.jsonl`); None without a logged epoch."
     ts = [e['time_s'] for e in run_log(d) if 'epoch' in e and e.get('time_s')]
     if not ts: return None
     return min(ts), (_readable(d).get('provenance') or {}).get('device') or 'a GPU'
 
-def record_metric(root: Path, ref: str, key: str) -> float:
-    "Metric `key` of the record in `root/ref` (a throughput ratio a `GpuBasis` factor is made of)."
-    return float(load_record(Path(root)/ref)['metrics'][key])
-
-def basis_hours(spec: Spec, basis: GpuBasis, root: Path) -> tuple[float, str] | None:
-    "(hours, where from) of `spec` on one GPU by `basis` over the records under `root`; None where its reference or epochs are missing."
-    n = basis.epochs or _epoch_cap(spec); fe = fastest_epoch(Path(root)/basis.ref)
-    if not n or not fe: return None
-    s, dev = fe; f = basis.factor(Path(root)) if callable(basis.factor) else basis.factor
-    return s * f * n / 3600, (f"extrapolated: {n} epochs x {s:.1f} s (the fastest epoch of {Path(basis.ref).name} on {dev})"
-                              + (f" x {f:.2f}" if f != 1 else '') + f": {basis.why}")
-
-def gpu_basis(spec: Spec, table: dict) -> GpuBasis | None:
+def _basis_of(spec: Spec, table: dict) -> GpuBasis | None:
     """A run's entry of a paper's `GPU_BASIS` table: its name (or its row, the label a plan that borrows it gives), else the longest
     key its name starts with, else the key '*'; an entry that is a function of the run gives its `GpuBasis`."""
     for k in (spec.name, spec.row):
@@ -402,6 +390,18 @@ def gpu_basis(spec: Spec, table: dict) -> GpuBasis | None:
         keys = sorted((k for k in table if k != '*' and spec.name.startswith(k)), key=len)
         b = table[keys[-1]] if keys else table.get('*')
     return b(spec) if callable(b) else b   # an entry may be a function of the run (runs of one name on two corpora)
+
+def basis_hours(spec: Spec, table: dict, root: Path) -> tuple[float, str] | None:
+    """(hours, where from) of `spec` on one GPU by its `GpuBasis` in `table` (a paper's `GPU_BASIS`, `_basis_of`) over the records
+    under `root`; None where it has none, or its reference runs or epochs are missing."""
+    if (basis := _basis_of(spec, table)) is None: return None
+    refs = [basis.ref] if isinstance(basis.ref, str) else basis.ref
+    timed = [(fe, ref) for ref in refs if (fe := _fastest_epoch(Path(root)/ref))]
+    n = basis.epochs or _epoch_cap(spec)
+    if not n or not timed: return None
+    (s, dev), ref = min(timed, key=lambda t: t[0][0]); f = basis.factor(Path(root)) if callable(basis.factor) else basis.factor
+    return s * f * n / 3600, (f"extrapolated: {n} epochs x {s:.1f} s (the fastest epoch of {Path(ref).name} on {dev})"
+                              + (f" x {f:.2f}" if f != 1 else '') + f": {basis.why}")
 
 # %% ../nbs/05c_plan.ipynb #dbedbdd6
 @patch
@@ -435,8 +435,8 @@ def status_rows(self: Plan, parts=None, problems: list | None = None) -> list[di
                          est_from='its own log' if est else None))
     for row, s in zip(rows, specs):
         if row['status'] == 'done' or row['est_h'] is not None: pass
-        elif self.scale == 'gpu' and (b := gpu_basis(s, getattr(_plan_module(s.home or self.paper), 'GPU_BASIS', {}))) \
-                and (g := basis_hours(s, b, self.root.parents[2])): row['est_h'], row['est_from'] = g   # alone on one GPU: before seeds that shared it
+        elif self.scale == 'gpu' and (g := basis_hours(s, getattr(_plan_module(s.home or self.paper), 'GPU_BASIS', {}), self.root.parents[2])):
+            row['est_h'], row['est_from'] = g                                               # alone on one GPU: before seeds that shared it
         elif s.name in hours: row['est_h'], row['est_from'] = statistics.median(hours[s.name]), 'its finished seeds'
         elif (h := _former_hours(self.dir(s), s)) is not None: row['est_h'], row['est_from'] = h, 'a former run of its name'
         elif g := _gpu_hours(s, paces): row['est_h'], row['est_from'] = g
@@ -519,27 +519,28 @@ def fmt_change(metrics: dict, key: str, digits: int = 2, unit: str = ' %', words
     return f'{num(abs(v), digits)}{unit} {words[v >= 0]}' + (f' (sd {num(sd, digits)}, {n} seeds)' if n and n > 1 else ' (1 seed)' if n == 1 else '')
 
 # %% ../nbs/05c_plan.ipynb #4ecb4027
-def matched_epochs(plan: 'Plan', a: list[Spec], b: list[Spec], key: str = 'val_ppl', relative: bool = True, stage: str = 'train') -> list[dict]:
+class _Curve(list):
+    "`matched_epochs`'s rows (a list of dicts, as a record keeps them), which draw themselves."
+    def plot(self, label: str, ax=None, unit: str = '%'):
+        "The matched-epoch paired difference with its interval band, zero marked (on `ax`, else a new figure's)."
+        import matplotlib.pyplot as plt
+        ax = ax or plt.subplots(figsize=(5.5, 3.2))[1]
+        ax.plot([r['epoch'] for r in self], [r['mean'] for r in self], 'o-', ms=3, label=label)
+        band = [r for r in self if r['lo'] is not None]
+        if band: ax.fill_between([r['epoch'] for r in band], [r['lo'] for r in band], [r['hi'] for r in band], alpha=0.25)
+        ax.axhline(0, color='black', lw=0.8); ax.set(xlabel='epoch', ylabel=f'paired difference on validation ({unit})')
+        return ax
+
+def matched_epochs(plan: 'Plan', a: list[Spec], b: list[Spec], key: str = 'val_ppl', relative: bool = True, stage: str = 'train') -> _Curve:
     """Per epoch, `b − a` on validation paired by seed (relative: `100 (b/a − 1)`): epoch, mean, sd, n, lo, hi (95 % t-interval),
-    over the seeds both arms have logged that far. `a`, `b`: the specs of the two arms (one per seed)."""
+    over the seeds both arms have logged that far; `.plot(label)` draws them. `a`, `b`: the specs of the two arms (one per seed)."""
     from memlm.stats import _t_interval
     def curve(s): return {h['epoch']: h[key] for h in run_log(plan.dir(s), stage) if key in h}
     A, B = {s.seed: curve(s) for s in a}, {s.seed: curve(s) for s in b}
-    out = []
+    out = _Curve()
     for e in sorted({e for c in B.values() for e in c}):
         d = [100 * (B[s][e] / A[s][e] - 1) if relative else B[s][e] - A[s][e] for s in B if s in A and e in A[s] and e in B[s]]
         if not d: continue
         mu, sd = mean_sd(d); ci = _t_interval(mu, sd, len(d))
         out.append(dict(epoch=e, mean=mu, sd=sd, n=len(d), lo=ci[0] if ci else None, hi=ci[1] if ci else None))
     return out
-
-def matched_epochs_plot(rows: list[dict], label: str, ax=None, unit: str = '%'):
-    "The matched-epoch paired difference with its interval band, zero marked."
-    import matplotlib.pyplot as plt
-    ax = ax or plt.subplots(figsize=(5.5, 3.2))[1]
-    ep = [r['epoch'] for r in rows]
-    ax.plot(ep, [r['mean'] for r in rows], 'o-', ms=3, label=label)
-    band = [r for r in rows if r['lo'] is not None]
-    if band: ax.fill_between([r['epoch'] for r in band], [r['lo'] for r in band], [r['hi'] for r in band], alpha=0.25)
-    ax.axhline(0, color='black', lw=0.8); ax.set(xlabel='epoch', ylabel=f'paired difference on validation ({unit})')
-    return ax

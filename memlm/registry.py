@@ -35,8 +35,8 @@ def pick(scale: str, **by_scale):
     raise KeyError(f"no value given for scale {scale!r} (have {sorted(by_scale)})")
 
 # %% auto #0
-__all__ = ['SCALES', 'repo_root', 'check_scale', 'pick', 'device_kind', 'results_dir', 'write_text', 'write_json', 'json_float',
-           'Experiment', 'archive_dir', 'num', 'markdown_table']
+__all__ = ['SCALES', 'repo_root', 'check_scale', 'pick', 'device_kind', 'results_dir', 'write_text', 'Experiment', 'num',
+           'markdown_table']
 
 # %% ../nbs/01_registry.ipynb #cabb3332
 def _seed_everything(seed: int) -> None:
@@ -146,14 +146,14 @@ def write_text(path: Path, text: str) -> Path:
     tmp.write_text(text); os.replace(tmp, path)
     return path
 
-def write_json(path: Path, obj) -> Path:
+def _write_json(path: Path, obj) -> Path:
     "Write `obj` as JSON atomically."
     return write_text(path, json.dumps(_jsonable(obj), indent=1) + '\n')
 
 # %% ../nbs/01_registry.ipynb #874e7a79
 _NONFINITE = ('inf', '-inf', 'nan')   # how `_jsonable` writes the floats JSON has no literal for
 
-def json_float(x):
+def _json_float(x):
     "A value as `_jsonable` wrote it, back: 'inf', '-inf' and 'nan' become floats again (a diverged run's perplexity); anything else as it is."
     return float(x) if isinstance(x, str) and x in _NONFINITE else x
 
@@ -177,7 +177,7 @@ class Experiment:
         "Write `metrics` with provenance to `results/<scale>/<paper>/<name>.json`."
         rec = dict(paper=self.paper, name=name, scale=self.scale, metrics=metrics, seeds=self.seeds, params=self.params,
                    wall_time_s=round(time.time() - self.t0, 2), provenance=_provenance(self.device), **extra)
-        return write_json(self.out/f'{name}.json', rec)
+        return _write_json(self.out/f'{name}.json', rec)
 
     def load(self, name: str, former: bool = False) -> dict | None:
         """The record `name` of this paper and scale, or None; None too where runs behind it are archived (a former recipe's,
@@ -187,13 +187,10 @@ class Experiment:
         return None if _archived_runs(rec, self.paper, self.scale) else rec
 
 # %% ../nbs/01_registry.ipynb #8a07c738
-def archive_dir(paper: str, scale: str) -> Path:
-    "Where a paper's runs of former recipes are kept: `results/<scale>/<paper>/archive/<run>`, listed in its `index.csv` (what each was, what replaced it, why)."
-    return results_dir()/check_scale(scale)/paper/'archive'
-
 def _archived_runs(rec: dict, paper: str, scale: str) -> list[str]:
-    "The runs behind aggregated record `rec` that are archived: its numbers are a former recipe's."
-    return [r for r in rec.get('runs') or [] if isinstance(r, str) and (archive_dir(paper, scale)/r).is_dir()]
+    "The runs behind aggregated record `rec` that are archived (in `results/<scale>/<paper>/archive`): its numbers are a former recipe's."
+    d = results_dir()/check_scale(scale)/paper/'archive'
+    return [r for r in rec.get('runs') or [] if isinstance(r, str) and (d/r).is_dir()]
 
 def _load_result(paper: str, name: str, scale: str) -> dict | None:
     "Read `results/<scale>/<paper>/<name>.json`, or None if it does not exist."

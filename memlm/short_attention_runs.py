@@ -262,13 +262,12 @@ def _gpu_finished() -> list[tuple[str, int]]:
 
 def _gpu_basis(spec) -> GpuBasis | None:
     "A run's basis: the fastest epoch of the finished gpu runs x the most epochs one took (at most its cap) x its parameters over the LSTM's."
-    from memlm.plan import fastest_epoch, _epoch_cap
-    done = _gpu_finished(); root = runs_dir('short_attention', 'gpu').parents[2]
+    from memlm.plan import _epoch_cap
+    done = _gpu_finished()
     if not done or not (cap := _epoch_cap(spec)) or not hasattr(spec.cfg, 'model'): return None
-    ref = min((r for r, _ in done), key=lambda r: fastest_epoch(root/r)[0])
     base = lm_base('gpu')[0].model
     f = count_params(spec.cfg.model) / count_params(base)
-    return GpuBasis(ref, max(f, 1.), f"parameter-matched models (x their parameters over the LSTM's where more): the fastest epoch of the "
+    return GpuBasis(tuple(r for r, _ in done), max(f, 1.), f"parameter-matched models (x their parameters over the LSTM's where more): the fastest epoch of the "
                     f"finished gpu runs, which shared their H100; the most epochs one took before early stopping, {max(e for _, e in done)}",
                     epochs=min(cap, max(e for _, e in done)))
 

@@ -511,13 +511,14 @@ def _train_cfg(scale: str, mos: bool = False, wt2: bool = False) -> TrainConfig:
     return replace(t, **(S.wt2_mos_train if wt2 and S.wt2_mos_train is not None else S.mos_train)) if mos else t
 
 # %% ../nbs/10a_span_buffer_runs.ipynb #7264886d
-from .plan import GpuBasis, TRAIN_TOKENS, record_metric, run_log
+from .plan import GpuBasis, TRAIN_TOKENS, run_log
+from .experiment import load_record
 
 CORE_GPU_RUN = core.GPU_BASIS['awd_lstm'].ref                  # the core's timed run: the paper's AWD-LSTM on PTB, batch 20, BPTT 70, on an H100
 SNB_GPU_TP = 'gpu/span_buffer/runs/throughput-s0-b5cf18f748'     # +SNB's tokens/s over its base's on a GPU (Table 5's two settings)
 CHECK_GPU_RUN = 'cpu/span_buffer/archive/L4_B2048-s0-4ff23aca9b'  # a cpu-size (2x400) +SNB LM, buffer 2048, trained on an H200
 
-def _snb_cost(root) -> float: return 1 / min(record_metric(root, SNB_GPU_TP, f'{k}/ratio') for k in ('L8_B2048', 'L4_B512'))
+def _snb_cost(root) -> float: return 1 / min(load_record(root/SNB_GPU_TP)['metrics'][f'{k}/ratio'] for k in ('L8_B2048', 'L4_B512'))
 _MOS_STEPS = AWD_TRAIN['batch_size'] / MOS_TRAIN['batch_size']   # MoS's steps per epoch over the AWD-LSTM's
 _WT2 = TRAIN_TOKENS['wikitext-2'] / TRAIN_TOKENS['ptb']
 _CHECK_STEPS = CHECKS['check_corpus']['n_train'] / (CHECK_TRAIN['batch_size'] * CHECK_TRAIN['bptt'])   # a check's steps per epoch

@@ -9,16 +9,16 @@ from dataclasses import dataclass
 from scipy import stats as st
 
 # %% auto #0
-__all__ = ['KINDS', 'sd_interval', 'seeds_needed']
+__all__ = ['sd_interval', 'seeds_needed']
 
 # %% ../nbs/05a_stats.ipynb #3b6d47b2
-KINDS = ('effect', 'equivalence', 'threshold', 'absolute', 'reading', 'target')
+_KINDS = ('effect', 'equivalence', 'threshold', 'absolute', 'reading', 'target')
 _ALPHA = 0.05
 
 @dataclass(frozen=True)
 class _Test:
     "A claim's declared test, parsed from its CSV row (`kind`, `expect`, `tol`)."
-    kind: str                       # one of KINDS
+    kind: str                       # one of _KINDS
     side: str | None = None         # '<' or '>': the paper's side of 0 (effect) or of x (threshold, target)
     x: float | None = None          # the threshold
     band: tuple | None = None       # (lo, hi) of an equivalence
@@ -28,7 +28,7 @@ def _parse_test(kind: str, expect: str, tol: str | float | None = None, where: s
     "The declared test of a claim; a kind and an `expect` that do not go together raise, naming the row."
     e, k = (expect or '').strip(), (kind or '').strip()
     bad = lambda why: ValueError(f"{where}: kind {k!r} with expect {e!r}: {why}")
-    if k not in KINDS: raise bad(f"unknown kind; valid kinds: {', '.join(KINDS)}")
+    if k not in _KINDS: raise bad(f"unknown kind; valid kinds: {', '.join(_KINDS)}")
     if k == 'effect':
         if e not in ('<0', '>0'): raise bad("an effect declares the paper's sign, '<0' or '>0'")
         return _Test(k, side=e[0])

@@ -71,15 +71,15 @@ def test_committed_runs_are_still_found():
     the archive's index.csv (what it was, what replaced it, why): moving code keeps run keys, and no record is lost."""
     import csv
     from memlm.cli import _plan_folders
-    from memlm.registry import archive_dir
+    from memlm.experiment import runs_dir
     index = json.loads((ROOT/'tests'/'run_index.json').read_text())
     now = _plan_folders(data_path=os.environ.get('MEMLM_DATA'))
     def archived(key):
         scale, paper = key.split('/')
-        f = archive_dir(paper, scale)/'index.csv'
+        f = runs_dir(paper, scale, archive=True)/'index.csv'
         listed = {r['run'] for r in csv.DictReader(f.open())} if f.exists() else set()
         assert all(r['was'] and r['replaced_by'] and r['why'] for r in csv.DictReader(f.open())) if f.exists() else True, f
-        return {d.name for d in archive_dir(paper, scale).iterdir() if d.is_dir() and d.name in listed} if listed else set()
+        return {d.name for d in runs_dir(paper, scale, archive=True).iterdir() if d.is_dir() and d.name in listed} if listed else set()
     lost = {k: sorted(set(v) - set(now.get(k, [])) - archived(k)) for k, v in index.items()}
     lost = {k: v for k, v in lost.items() if v}
     assert not lost, f'runs no plan finds any more (register moved experiment functions under their recorded name with @experiment; renamed configs keep theirs with key_type): {lost}'
