@@ -6,6 +6,7 @@
 from __future__ import annotations
 import contextlib, fcntl, hashlib, json, math, os, re, shutil, signal, socket, time, types, typing, warnings
 from dataclasses import MISSING, dataclass, field, fields, is_dataclass, asdict, replace
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Callable
 import torch
@@ -130,8 +131,8 @@ class Spec:
         if not callable(self.fn) or '<locals>' in self.fn.__qualname__ or self.fn.__name__ == '<lambda>':
             raise TypeError(f'{self.fn!r}: an experiment function must be a module-level function (worker processes import it)')
         self.name = self.name or type(self.cfg).__name__
-    @property
-    def key(self) -> str: return _content_key(_key_name(self.fn), _key_dict(self.cfg), self.seed, self.data_id)
+    @cached_property
+    def key(self) -> str: return _content_key(_key_name(self.fn), _key_dict(self.cfg), self.seed, self.data_id)   # once: a plan reads it for every run, often
     @property
     def folder(self) -> str: return f'{self.name}-s{self.seed}-{self.key}'
     @property

@@ -28,18 +28,10 @@ SETTING_SCALES, SETTING_SEEDS = ('paper', 'gpu', 'cpu'), (0, 1, 2)
 NOT_PLANNED = 'not planned'
 
 # %% ../nbs/05d_settings.ipynb #8a8e362d
-def _runs(plan: Plan, parts):
-    "The runs of `parts` and those they require, in `Plan.specs`' order with repeats kept: no run key is computed (a table reads hundreds of rows)."
-    def walk(s):
-        for r in plan.requires(s): yield from walk(r)
-        yield s
-    for p in plan.part_names(parts):
-        for s in plan.parts[p]: yield from walk(s)
-
 def setting_value(plan: Plan, s: Setting):
     "memlm's value of row `s` in `plan` (`NOT_PLANNED` when the plan has no run of that row)."
     part, _, row = s.run.rpartition(':') if s.run else ('', '', None)
-    specs = [x for x in _runs(plan, [part] if part else None) if x.row == row] if row and (not part or part in plan.parts) else []
+    specs = [x for x in plan.specs([part] if part else None) if x.row == row] if row and (not part or part in plan.parts) else []
     if not specs: return NOT_PLANNED
     if s.attr == 'n_seeds': return len({x.seed for x in specs})
     v = specs[0].cfg
