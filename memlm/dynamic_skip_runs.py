@@ -425,7 +425,6 @@ from dataclasses import replace
 from .data import has_corpus
 from .experiment import Spec, data_identity
 from .plan import Plan
-from .registry import check_scale
 from .dynamic_skip import LAYERS   # the method
 
 # %% ../nbs/14a_dynamic_skip_runs.ipynb #c72670f0
@@ -507,7 +506,7 @@ def missing_data(parts, scale: str, data_path: str | None = None) -> dict:
 # %% ../nbs/14a_dynamic_skip_runs.ipynb #8e32c731
 def make_plan(scale: str, seeds: list[int], data_path: str | None = None) -> Plan:
     "The runs of every part at `scale` (its settings: `SCALES[scale]`)."
-    S, s0 = SCALES[check_scale(scale)], seeds[0]
+    S, s0 = SCALES[scale], seeds[0]
     base = NumberExp(**S.number)
     row_seeds = lambda row: seeds if S.number_seeded_rows is None or row in S.number_seeded_rows else seeds[:1]
     def number(length, row, seed, offset=0, name=None, **kw):

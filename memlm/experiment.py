@@ -10,7 +10,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Callable
 import torch
-from .registry import (check_scale, results_dir, _provenance, _write_json, write_text, _jsonable, _json_float, _get_device,
+from .registry import (_check_scale, results_dir, _provenance, _write_json, write_text, _jsonable, _json_float, _get_device,
                             _seed_everything, _keep_freed_memory, _flush_denormals)
 from .train import fit, save_checkpoint, TimeLimitReached, Interrupted, TrainConfig
 
@@ -43,7 +43,7 @@ def read_params(ns: dict, before: frozenset, parts=(), cls=NotebookParams) -> No
     unknown = [k for k in new if k not in valid]
     if unknown: raise ValueError(f"unknown parameter(s) {', '.join(map(repr, unknown))}; valid parameters: {', '.join(valid)}")
     p = cls(**{k: ns[k] for k in new})
-    check_scale(p.scale)
+    _check_scale(p.scale)
     if isinstance(p.parts, str): p.parts = [s.strip() for s in p.parts.split(',') if s.strip()]
     if p.parts is not None:
         bad = [x for x in p.parts if x not in parts]
@@ -271,7 +271,7 @@ def _record_mismatch(rec: dict, spec: Spec) -> str | None:
 def runs_dir(paper: str, scale: str, root: Path | None = None, archive: bool = False) -> Path:
     """Where the runs of a paper at a scale live: `results/<scale>/<paper>/runs`; `archive`: where its runs of former recipes are kept,
     `results/<scale>/<paper>/archive`, listed in its `index.csv` (what each was, what replaced it, why)."""
-    return Path(root or results_dir())/check_scale(scale)/paper/('archive' if archive else 'runs')
+    return Path(root or results_dir())/_check_scale(scale)/paper/('archive' if archive else 'runs')
 
 # %% ../nbs/05_experiment.ipynb #4c8b6a6b
 def _keep_weights(run_dir, carry: bool = False) -> dict:
@@ -383,7 +383,7 @@ _RUN_FOLDER = re.compile(r'^(.+)-s(-?[0-9]+)-[0-9a-f]{10}$')     # <name>-s<seed
 
 def _carried_runs(scale: str = 'cpu') -> list[str]:
     "The runs at `scale` whose best weights are committed beside their record (`Spec.carry`), as `'<paper>/<run folder>'`."
-    return sorted(f'{d.parent.parent.name}/{d.name}' for d in (results_dir()/check_scale(scale)).glob('*/runs/*') if any(d.glob('weights-*.pt')))
+    return sorted(f'{d.parent.parent.name}/{d.name}' for d in (results_dir()/_check_scale(scale)).glob('*/runs/*') if any(d.glob('weights-*.pt')))
 
 def _has_weights(d: Path) -> bool:
     "Whether run folder `d` has weights here: committed beside its record (`_carried_path`), or in its checkpoints (`final_weights`)."

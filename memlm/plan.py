@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, NamedTuple
 import torch
-from .registry import check_scale, device_kind, _get_device, markdown_table, num
+from .registry import _check_scale, device_kind, _get_device, markdown_table, num
 from .train import Interrupted
 from .experiment import (CorruptRecordError, Spec, _RUN_FOLDER, _snapshot_dir, ckpt_home, _config_dict, _ensure_carried, execute,
     _fn_name, _key_name, load_record, _lock_holder, _plan_module, runs_dir)
@@ -77,7 +77,7 @@ class Plan:
     root: Path | None = None                   # default: results/<scale>/<paper>/runs
     pair_groups: dict = field(default_factory=dict)  # run name -> the comparison it is an arm of (a campaign trains one seed's arms on one kind of device); unlisted names: one per campaign item
     def __post_init__(self):
-        check_scale(self.scale)
+        _check_scale(self.scale)
         self.root = Path(self.root) if self.root else runs_dir(self.paper, self.scale)
     def part_names(self, parts=None) -> list[str]:
         "`parts` (default all) checked against the plan's: an unknown one fails with the valid ones."

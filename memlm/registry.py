@@ -20,14 +20,14 @@ def repo_root() -> Path:
 
 SCALES = ('smoke', 'cpu', 'gpu', 'paper')  # from seconds on synthetic data to the papers' settings
 
-def check_scale(scale: str) -> str:
+def _check_scale(scale: str) -> str:
     "Return `scale` if it is one of `SCALES`, else fail listing the valid ones."
     if scale not in SCALES: raise ValueError(f"unknown scale {scale!r}; valid scales: {', '.join(SCALES)}")
     return scale
 
 def pick(scale: str, **by_scale):
     "The value given for `scale` (keywords are scale names; `default=` covers the rest)."
-    check_scale(scale)
+    _check_scale(scale)
     bad = set(by_scale) - set(SCALES) - {'default'}
     if bad: raise ValueError(f"pick() got non-scale keywords {sorted(bad)}; valid: {', '.join(SCALES)}, default")
     if scale in by_scale: return by_scale[scale]
@@ -35,8 +35,7 @@ def pick(scale: str, **by_scale):
     raise KeyError(f"no value given for scale {scale!r} (have {sorted(by_scale)})")
 
 # %% auto #0
-__all__ = ['SCALES', 'repo_root', 'check_scale', 'pick', 'device_kind', 'results_dir', 'write_text', 'Experiment', 'num',
-           'markdown_table']
+__all__ = ['SCALES', 'repo_root', 'pick', 'device_kind', 'results_dir', 'write_text', 'Experiment', 'num', 'markdown_table']
 
 # %% ../nbs/01_registry.ipynb #cabb3332
 def _seed_everything(seed: int) -> None:
@@ -167,7 +166,7 @@ class Experiment:
     params: dict = field(default_factory=dict)   # the notebook's parameters (papermill cell)
     device: str | None = None                    # device the run trains on (default: _get_device())
     def __post_init__(self):
-        check_scale(self.scale)
+        _check_scale(self.scale)
         self.t0 = time.time()
         self.partial = bool(self.params.get('parts'))   # an execution of some parts: its outputs never replace the full ones
         self.out = results_dir()/self.scale/self.paper/('partial' if self.partial else '')
@@ -189,12 +188,12 @@ class Experiment:
 # %% ../nbs/01_registry.ipynb #8a07c738
 def _archived_runs(rec: dict, paper: str, scale: str) -> list[str]:
     "The runs behind aggregated record `rec` that are archived (in `results/<scale>/<paper>/archive`): its numbers are a former recipe's."
-    d = results_dir()/check_scale(scale)/paper/'archive'
+    d = results_dir()/_check_scale(scale)/paper/'archive'
     return [r for r in rec.get('runs') or [] if isinstance(r, str) and (d/r).is_dir()]
 
 def _load_result(paper: str, name: str, scale: str) -> dict | None:
     "Read `results/<scale>/<paper>/<name>.json`, or None if it does not exist."
-    p = results_dir()/check_scale(scale)/paper/f'{name}.json'
+    p = results_dir()/_check_scale(scale)/paper/f'{name}.json'
     return json.loads(p.read_text()) if p.exists() else None
 
 # %% ../nbs/01_registry.ipynb #b16f171d
