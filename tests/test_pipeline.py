@@ -93,6 +93,7 @@ def test_provenance_dirty_flag_ignores_run_outputs(tmp_path):
         print(_provenance()['dirty'])   # this process's records keep the code it imported
     """)
     run = lambda code: subprocess.run([sys.executable, '-c', code], cwd=clone, capture_output=True, text=True,
-                                      env={'PYTHONPATH': str(clone), 'PATH': '/usr/bin:/bin'}, check=True).stdout.split()
+                                      env={'PYTHONPATH': str(clone), 'PATH': '/usr/bin:/bin', **{k: v for k, v in os.environ.items() if k == 'PYTHONPYCACHEPREFIX'}},
+                                      check=True).stdout.split()
     assert run(probe) == ['False', 'False', 'True', 'False']
     assert run("from memlm.registry import _provenance; print(_provenance()['dirty'])") == ['True']   # a process that imports the edited code
