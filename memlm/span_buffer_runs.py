@@ -478,13 +478,13 @@ CHECK_ARMS = ('synth_base', 'synth_snb', 'synth_snb_reading', 'recall1_echo_base
 # %% ../nbs/10a_span_buffer_runs.ipynb #d877f773
 SCALES = {
     'smoke': SNBScale(
-        synth=dict(n_train=20_000, n_valid=2_000, n_test=1_000, vocab_size=64, d=10), synth_articles=400,
+        synth=dict(n_train=20_000, n_valid=1_000, n_test=500, vocab_size=64, d=10), synth_articles=400,
         soft=AWDLSTMConfig.tiny(64, nlayers=2, emsize=16, nhid=32), mos=AWDLSTMConfig.tiny(64, nlayers=2, emsize=16, nhid=32, nhidlast=24, n_experts=3),
         snb=dict(span_len=4, buffer_size=32, attn_size=16), wt2_seeds=1, train=SMOKE_TRAIN, eval_bptt=20,
         de_stats_cap=10, de_max_tokens=300, sweep_spans=(2, 4), sweep_buffers=(16, 32), fig5_tokens=500, screen_epochs=1,
-        check_corpus=dict(n_train=20_000, n_valid=2_000, n_test=1_000, vocab_size=64, d=25), check_model=AWDLSTMConfig.tiny(64, nlayers=2, emsize=16, nhid=32),
+        check_corpus=dict(n_train=20_000, n_valid=1_000, n_test=500, vocab_size=64, d=25), check_model=AWDLSTMConfig.tiny(64, nlayers=2, emsize=16, nhid=32),
         check_train=LM_TRAIN | SMOKE_TRAIN | dict(bptt=10), check_snb=dict(span_len=4, buffer_size=32, attn_size=16),
-        recall=dict(n_train=20_000, n_valid=2_000, n_test=1_000, gap=15, p_rep=0.5), recall_buffer=32,
+        recall=dict(n_train=20_000, n_valid=1_000, n_test=500, gap=15, p_rep=0.5), recall_buffer=32,
         tp_buffers=((4, 32), (2, 16)), tp_rounds=2, tp_grad_batches=2),
     'cpu': SNBScale(   # the core's cpu model and recipe, unchanged (see Scales); MoS at the MoS paper's lr 20
         soft=None, mos=dict(n_experts=3), snb=dict(span_len=8, buffer_size=512, attn_size=64, eta=CPU_ETA), train=None, mos_train=dict(lr=20.),
