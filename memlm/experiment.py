@@ -16,7 +16,7 @@ from .train import fit, save_checkpoint, TimeLimitReached, Interrupted, TrainCon
 
 # %% auto #0
 __all__ = ['LOADERS', 'NotebookParams', 'snapshot', 'read_params', 'experiment', 'data_identity', 'Spec', 'borrow', 'ckpt_home',
-           'RunContext', 'ToyConfig', 'toy_regression', 'runs_dir', 'runs_command', 'best_checkpoint', 'final_weights',
+           'RunContext', 'ToyConfig', 'toy_regression', 'runs_dir', 'runs_command', 'final_weights',
            'CorruptRecordError', 'load_record', 'loads', 'load_trained', 'execute', 'global_reads']
 
 # %% ../nbs/05_experiment.ipynb #3edf2536
@@ -191,9 +191,7 @@ class RunContext:
         if self.deadline is not None and time.time() + need >= self.deadline:
             raise TimeLimitReached(f'deadline reached before {stage} step {key!r} ({len(done)} kept, the longest took {need:.0f} s)')
         t0 = time.time(); value = fn()
-        if path is not None:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            _write_json(path, done | {key: dict(value=value, time_s=round(time.time() - t0, 3))})
+        if path is not None: _write_json(path, done | {key: dict(value=value, time_s=round(time.time() - t0, 3))})
         return value
 
 # %% ../nbs/05_experiment.ipynb #ab1de891
@@ -276,27 +274,20 @@ def _ensure_carried(spec, d, rec: dict) -> dict:
     return rec
 
 
-# %% ../nbs/05_experiment.ipynb #48261dbd
-def best_checkpoint(run_dir, stage: str = 'train') -> Path:
-    "The best-validation checkpoint a finished run left: its `best.pt`, else its carried copy (`_keep_weights`); a clear error where there is neither."
-    for p in (ckpt_home(run_dir)/stage/'best.pt', Path(run_dir)/f'weights-{stage}.pt'):
-        if p.exists(): return p
-    raise FileNotFoundError(f'{ckpt_home(run_dir)/stage}: no kept weights for this run (weights are not committed). Retrain it: '
-                            f'{runs_command(run_dir)} (or set MEMLM_CKPT to where they are)')
-
 # %% ../nbs/05_experiment.ipynb #2bc59552
 _LOADED_WEIGHTS: list = []   # what `final_weights` loaded in this process since `execute` began its run: the run's record keeps it
 
 def final_weights(run_dir, model, stage: str = 'train'):
-    "Load a finished run's exact weights into `model` (its dtype; `best_checkpoint`), else its fp16 copy with a warning."
-    try: p = best_checkpoint(run_dir, stage); sd = torch.load(p, map_location='cpu', weights_only=True)['model']
-    except FileNotFoundError:
-        if not (p := ckpt_home(run_dir)/stage/'weights.fp16.pt').exists(): raise
-        warnings.warn(f'{Path(run_dir).name}: only its fp16 weights are here ({p}): numbers made from them differ from the trained model\'s')
-        sd = torch.load(p, map_location='cpu', weights_only=True)
+    "Load a finished run's exact weights into `model` (its dtype): its `best.pt`, else its carried copy, else its fp16 copy, with a warning."
+    d = ckpt_home(run_dir)/stage
+    if (p := next((p for p in (d/'best.pt', Path(run_dir)/f'weights-{stage}.pt', d/'weights.fp16.pt') if p.exists()), None)) is None:
+        raise FileNotFoundError(f'{d}: no kept weights for this run (weights are not committed). Retrain it: {runs_command(run_dir)} (or set MEMLM_CKPT to where they are)')
+    sd = torch.load(p, map_location='cpu', weights_only=True)
+    if exact := p.name != 'weights.fp16.pt': sd = sd['model']
+    else: warnings.warn(f'{Path(run_dir).name}: only its fp16 weights are here ({p}): numbers made from them differ from the trained model\'s')
     ref = model.state_dict()
     model.load_state_dict({k: v.to(ref[k].dtype) if k in ref else v for k, v in sd.items()})
-    _LOADED_WEIGHTS.append(dict(run=Path(run_dir).name, stage=stage, file=p.name, exact=p.name != 'weights.fp16.pt'))
+    _LOADED_WEIGHTS.append(dict(run=Path(run_dir).name, stage=stage, file=p.name, exact=exact))
     return model
 
 # %% ../nbs/05_experiment.ipynb #c7b30341
@@ -410,8 +401,7 @@ class _ModelCard(dict):
 def _train_config(cfg) -> TrainConfig | None:
     "The first `TrainConfig` inside a run's config (breadth first)."
     todo = [cfg]
-    while todo:
-        c = todo.pop(0)
+    for c in todo:                                      # (it grows as it is read)
         if isinstance(c, TrainConfig): return c
         if is_dataclass(c): todo += [getattr(c, f.name) for f in fields(c)]
 
@@ -494,7 +484,6 @@ def _session_start(d: Path) -> dict:
     m.write_text(f'{time.time()}')
     return killed
 
-# %% ../nbs/05_experiment.ipynb #59301099
 def _stage_so_far(ctx: 'RunContext', reason: str = 'time limit (checkpointed)') -> dict | None:
     "The summary of the stage a time limit (or `reason`: Ctrl-C, a kill) cut: epochs done and their training time, from its log; or None."
     st, cap = ctx.current or (None, None)
@@ -516,7 +505,6 @@ def execute(spec: Spec, root: Path, *, deadline: float | None = None, rerun: boo
         if rec is not None and rec['status'] == 'done' and not rerun: return rec
         return _execute_locked(spec, root, d, rec, deadline, rerun, device)
 
-# %% ../nbs/05_experiment.ipynb #46f53ff7
 def _same_numbers(a, b, rel: float = 1e-9) -> bool:
     "Whether two runs' metrics agree but for their timings (a key with 'time' in it, or ending in '_s'): floats to `rel`."
     a, b = _jsonable(a), _jsonable(b)

@@ -149,11 +149,10 @@ class Experiment:
                    wall_time_s=round(time.time() - self.t0, 2), provenance=_provenance(self.device), **extra)
         return _write_json(self.out/f'{name}.json', rec)
 
-    def load(self, name: str, former: bool = False) -> dict | None:
-        "The record `name` of this paper and scale, or None; None too where runs behind it are archived (`_archived_runs`), unless `former`."
+    def load(self, name: str) -> dict | None:
+        "The record `name` of this paper and scale, or None; None too where runs behind it are archived (`_archived_runs`): a former recipe's."
         rec = _load_result(self.paper, name, self.scale)
-        if rec is None or former: return rec
-        return None if _archived_runs(rec, self.paper, self.scale) else rec
+        return None if rec is None or _archived_runs(rec, self.paper, self.scale) else rec
 
 # %% ../nbs/01_registry.ipynb #8a07c738
 def _archived_runs(rec: dict, paper: str, scale: str) -> list[str]:
