@@ -256,7 +256,7 @@ def _keep_weights(run_dir, carry: bool = False) -> dict:
     out = {}
     for best in sorted(ckpt_home(run_dir).glob('*/best.pt')):
         sd = torch.load(best, map_location='cpu', weights_only=True)['model']
-        dst = (save_checkpoint(dict(model=sd), Path(run_dir)/f'weights-{best.parent.name}.pt') if carry else   # atomic, as every checkpoint
+        dst = (save_checkpoint(dict(model=sd), _carried_path(run_dir, best.parent.name)) if carry else   # atomic, as every checkpoint
                save_checkpoint({k: v.half() if v.is_floating_point() else v for k, v in sd.items()}, best.with_name('weights.fp16.pt')))
         out[best.parent.name] = dst.stat().st_size
     return out
@@ -266,6 +266,8 @@ def runs_command(run_dir, rerun: bool = False) -> str:
     "The `make runs` command that (re)makes the run in folder `run_dir` (`<scale>/<paper>/runs/<name>-s<seed>-<key>`), named by its folder."
     run = Path(run_dir)
     return f"make runs PAPER={run.parts[-3]} SCALE={run.parts[-4]} RUNS='{run.name}'" + (' RERUN=1' if rerun else '')
+
+def _carried_path(run_dir, stage: str = 'train') -> Path: return Path(run_dir)/f'weights-{stage}.pt'   # a carried run's best weights, committed
 
 def _ensure_carried(spec, d, rec: dict) -> dict:
     "The finished record `rec` of `spec` in folder `d`, its weights carried first where `spec.carry` asks and it finished before."
@@ -280,7 +282,7 @@ _LOADED_WEIGHTS: list = []   # what `final_weights` loaded in this process since
 def final_weights(run_dir, model, stage: str = 'train'):
     "Load a finished run's exact weights into `model` (its dtype): its `best.pt`, else its carried copy, else its fp16 copy, with a warning."
     d = ckpt_home(run_dir)/stage
-    if (p := next((p for p in (d/'best.pt', Path(run_dir)/f'weights-{stage}.pt', d/'weights.fp16.pt') if p.exists()), None)) is None:
+    if (p := next((p for p in (d/'best.pt', _carried_path(run_dir, stage), d/'weights.fp16.pt') if p.exists()), None)) is None:
         raise FileNotFoundError(f'{d}: no kept weights for this run (weights are not committed). Retrain it: {runs_command(run_dir)} (or set MEMLM_CKPT to where they are)')
     sd = torch.load(p, map_location='cpu', weights_only=True)
     if exact := p.name != 'weights.fp16.pt': sd = sd['model']
