@@ -28,11 +28,11 @@ from .data import ensure_corpus, data_dir, IMDB_URL
 from .corpora import number_prediction, lm_corpus, read_conll2003, iob1_to_bioes, read_imdb, ner_fixture, imdb_fixture
 from .models import LSTMLM, LSTMLMConfig, eval_mode
 from .speed import throughput, LMStep, LayerStep, native_kernels
-from .train import TrainConfig, load_model
+from .train import TrainConfig
 from .tasks import BatchTask, LMTask
 from .evaluate import evaluate
 from .tagging import NERTagger, ner_vocabs, ner_collate, ner_f1
-from .experiment import experiment, loads, RunContext, best_checkpoint, final_weights
+from .experiment import experiment, loads, RunContext, final_weights
 from .dynamic_skip import (Reinforce, SeqClassifier, SkipLSTM, classifier_reward, grad_norms_over_time, lm_reward, make_layer,
                                 ner_reward, pad_crop)   # the method
 
@@ -104,8 +104,7 @@ def train_number(cfg: NumberExp, seed: int, ctx: RunContext) -> dict:
 # %% ../nbs/14a_dynamic_skip_runs.ipynb #d3109f98
 def trained_number(cfg: NumberExp, run_dir) -> SeqClassifier:
     "The best-dev model a finished `train_number` run left in its folder."
-    path = best_checkpoint(run_dir, 'train')
-    return load_model(path, number_model(cfg))
+    return final_weights(run_dir, number_model(cfg))
 
 # %% ../nbs/14a_dynamic_skip_runs.ipynb #183cdd66
 @dataclass

@@ -11,12 +11,12 @@ from pathlib import Path
 from typing import Any, Callable
 import torch
 from .registry import (_check_scale, results_dir, _provenance, _write_json, write_text, _jsonable, _json_float, _get_device,
-                            _seed_everything, _keep_freed_memory, _flush_denormals)
+                            _seed_everything, _speedups)
 from .train import fit, save_checkpoint, TimeLimitReached, Interrupted, TrainConfig
 
 # %% auto #0
 __all__ = ['LOADERS', 'NotebookParams', 'snapshot', 'read_params', 'experiment', 'data_identity', 'Spec', 'borrow', 'ckpt_home',
-           'RunContext', 'ToyConfig', 'toy_regression', 'runs_dir', 'runs_command', 'final_weights', 'best_checkpoint',
+           'RunContext', 'ToyConfig', 'toy_regression', 'runs_dir', 'runs_command', 'final_weights',
            'CorruptRecordError', 'load_record', 'loads', 'load_trained', 'execute', 'global_reads']
 
 # %% ../nbs/05_experiment.ipynb #3edf2536
@@ -40,15 +40,12 @@ def read_params(ns: dict, before: frozenset, parts=(), cls=NotebookParams) -> No
     "The notebook parameters defined in `ns` since `before`, checked: unknown names, scale or parts raise `ValueError`."
     valid = [f.name for f in fields(cls)]
     new = [k for k in ns if k not in before and not k.startswith('_') and ns[k] is not before]   # (the snapshot's own name)
-    unknown = [k for k in new if k not in valid]
-    if unknown: raise ValueError(f"unknown parameter(s) {', '.join(map(repr, unknown))}; valid parameters: {', '.join(valid)}")
+    if unknown := [k for k in new if k not in valid]: raise ValueError(f"unknown parameter(s) {', '.join(map(repr, unknown))}; valid parameters: {', '.join(valid)}")
     p = cls(**{k: ns[k] for k in new})
     _check_scale(p.scale)
     if isinstance(p.parts, str): p.parts = [s.strip() for s in p.parts.split(',') if s.strip()]
-    if p.parts is not None:
-        bad = [x for x in p.parts if x not in parts]
-        if bad or not p.parts:
-            raise ValueError(f"unknown part(s) {', '.join(map(repr, bad)) or '(none given)'}; valid parts: {', '.join(parts)}")
+    if p.parts is not None and ((bad := [x for x in p.parts if x not in parts]) or not p.parts):
+        raise ValueError(f"unknown part(s) {', '.join(map(repr, bad)) or '(none given)'}; valid parts: {', '.join(parts)}")
     if not isinstance(p.workers, int) or p.workers < 1: raise ValueError(f'workers must be a positive integer, got {p.workers!r}')
     if p.time_limit_s is not None and p.time_limit_s < 0: raise ValueError(f'time_limit_s must be >= 0 (0: start no run), got {p.time_limit_s!r}')
     return p
@@ -59,13 +56,11 @@ def _fn_name(fn: Callable) -> str: return f'{fn.__module__}.{fn.__qualname__}'
 _EXPERIMENTS: dict[str, Callable] = {}   # the registered experiment functions, by the name their run keys carry
 
 def experiment(name: str):
-    """Register an experiment function under `name`: the name its run keys and records carry, wherever its code lives. The same
-    function defined again (a notebook executing the cell that its module exports) takes the name over; another one is refused."""
+    "Register an experiment function under `name`, the name its run keys carry wherever its code lives (the same function again takes it over)."
     def register(fn):
         if name in _EXPERIMENTS and _EXPERIMENTS[name].__qualname__ != fn.__qualname__:
             raise ValueError(f'{name!r} already names {_fn_name(_EXPERIMENTS[name])}, not {_fn_name(fn)}')
-        _EXPERIMENTS[name] = fn
-        fn.key_name = name
+        _EXPERIMENTS[name] = fn; fn.key_name = name
         return fn
     return register
 
@@ -86,14 +81,10 @@ def _config_dict(cfg) -> dict:
     raise TypeError(f'a run config must be a dataclass or a dict, got {type(cfg).__name__}')
 
 # %% ../nbs/05_experiment.ipynb #c570c5ce
-def _keyed(f, v) -> bool:
-    k = f.metadata.get('key', True)
-    return k is True or (k == 'if_set' and v != f.default)
+def _keyed(f, v) -> bool: return (k := f.metadata.get('key', True)) is True or (k == 'if_set' and v != f.default)
 
 def _key_dict(cfg) -> dict:
-    """`_config_dict` without the fields marked `field(metadata={'key': False})` (where files are, progress bars): what identifies a run.
-    A field added to a config after runs were recorded is marked `metadata={'key': 'if_set'}`: keyed only off its default, so
-    older records keep their keys (their runs had the default)."""
+    "`_config_dict` without the fields marked `metadata={'key': False}`, and those marked `'if_set'` at their default: what identifies a run."
     if is_dataclass(cfg):
         return {'_type': _type_name(cfg), **{f.name: _key_dict(v) for f in fields(cfg) if _keyed(f, v := getattr(cfg, f.name))}}
     if isinstance(cfg, dict): return {str(k): _key_dict(v) for k, v in cfg.items()}
@@ -147,8 +138,7 @@ def borrow(spec: Spec, home: str, label: str = '') -> Spec:
 
 # %% ../nbs/05_experiment.ipynb #f7299d36
 def ckpt_home(run_dir) -> Path:
-    """Where a run keeps its checkpoints: `<run folder>/ckpt`, or `$MEMLM_CKPT/<scale>/<paper>/runs/<run>` when `MEMLM_CKPT`
-    is set (a scratch disk that outlives the checkout, or a bigger one). Checkpoints are never committed; records are."""
+    "Where a run keeps its (never committed) checkpoints: `<run folder>/ckpt`, or `$MEMLM_CKPT/<scale>/<paper>/runs/<run>`."
     root = os.environ.get("MEMLM_CKPT")
     return Path(root).joinpath(*Path(run_dir).resolve().parts[-4:]) if root else Path(run_dir)/"ckpt"
 
@@ -156,8 +146,7 @@ def ckpt_home(run_dir) -> Path:
 def _stop_reason(hist: list[dict], epochs: int) -> str:
     "Why a `fit` history ended: patience, time budget, fine-tuning converged, callback, or the epoch cap (still improving or not)."
     if not hist: return 'not started'
-    reason = hist[-1].get('stopped') or ('cap' if len(hist) >= epochs else 'unknown')
-    last = hist[-1]
+    reason, last = hist[-1].get('stopped') or ('cap' if len(hist) >= epochs else 'unknown'), hist[-1]
     if reason not in ('patience', 'finetune converged') and last.get('improved', last.get('best')) and len(hist) > 1: reason += ' (still improving)'
     return reason
 
@@ -168,11 +157,6 @@ def _fit_summary(hist: list[dict], epochs: int, stage: str = 'train') -> dict:
                 stop_reason=_stop_reason(hist, epochs), train_time_s=round(sum(h.get('time_s', 0) for h in hist), 2))
 
 # %% ../nbs/05_experiment.ipynb #45fe43d4
-def _json_back(x):
-    "A value as `_write_json` kept it, back: its non-finite floats ('inf', 'nan') floats again (`_json_float`), in lists and dicts too."
-    if isinstance(x, dict): return {k: _json_back(v) for k, v in x.items()}
-    return [_json_back(v) for v in x] if isinstance(x, list) else _json_float(x)
-
 @dataclass
 class RunContext:
     "What an experiment function gets: its folder, device, deadline; `fit` with checkpoints and log filled in."
@@ -180,8 +164,7 @@ class RunContext:
     device: Any = 'cpu'              # the device to train on
     deadline: float | None = None    # time.time() at which to stop, checkpointed
     fits: list = field(default_factory=list)   # _fit_summary of every stage, in order
-    current: str | None = None       # the stage `fit` is in (a time limit's record counts its epochs so far)
-    caps: dict = field(default_factory=dict)   # each stage's epoch cap
+    current: tuple = ()              # the stage `fit` is in and its epoch cap (a time limit's record counts its epochs so far)
     def __post_init__(self): self.device = torch.device(self.device)
     def ckpt_dir(self, stage: str = 'train') -> Path | None: return None if self.dir is None else ckpt_home(self.dir)/stage
     def log_path(self, stage: str = 'train') -> Path | None: return None if self.dir is None else self.dir/f'{stage}.log.jsonl'
@@ -193,26 +176,22 @@ class RunContext:
         "The core `fit`, checkpointed in this run's folder, logged, stopping at the deadline."
         if self.dir is not None and not (self.ckpt_dir(stage)/'last.pt').exists() and self.log_path(stage).exists():
             self.log_path(stage).unlink()                       # a fresh start: no epochs of an earlier attempt
-        self.current, self.caps[stage] = stage, cfg.epochs
+        self.current = stage, cfg.epochs
         hist = fit(model, task, cfg, ckpt_dir=self.ckpt_dir(stage), log=self.log, name=stage, deadline=self.deadline, **kw)
         if self.dir is not None:                                # the exact history, also if the process died between epochs
             write_text(self.log_path(stage), ''.join(json.dumps(_jsonable(h)) + '\n' for h in hist))
         self.fits.append(_fit_summary(hist, cfg.epochs, stage))
         return hist
     def step(self, stage: str, key: str, fn: Callable[[], Any]) -> Any:
-        """`fn()`, one step of a loop that is not an epoch (a grid point, an evaluation), kept in the checkpoints as JSON: a resumed
-        run reuses what an earlier session computed. A step is not started when the deadline is nearer than the longest step of
-        `stage` so far (or already past): `TimeLimitReached`, and the next session continues from there."""
+        "`fn()`, one step of a loop (a grid point, an evaluation), kept in the checkpoints: not started where the deadline is nearer than the longest step so far."
         path = None if self.dir is None else self.ckpt_dir(stage)/'steps.json'
         done = json.loads(path.read_text()) if path is not None and path.exists() else {}
-        if key in done: return _json_back(done[key]['value'])             # a diverged step's 'inf' is a float again
+        if key in done: return _json_float(done[key]['value'])             # a diverged step's 'inf' is a float again
         need = max((d['time_s'] for d in done.values()), default=0.)
         if self.deadline is not None and time.time() + need >= self.deadline:
             raise TimeLimitReached(f'deadline reached before {stage} step {key!r} ({len(done)} kept, the longest took {need:.0f} s)')
         t0 = time.time(); value = fn()
-        if path is not None:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            _write_json(path, done | {key: dict(value=value, time_s=round(time.time() - t0, 3))})
+        if path is not None: _write_json(path, done | {key: dict(value=value, time_s=round(time.time() - t0, 3))})
         return value
 
 # %% ../nbs/05_experiment.ipynb #ab1de891
@@ -260,8 +239,7 @@ def _agrees(keyed, full) -> bool:
     return keyed == full
 
 def _record_mismatch(rec: dict, spec: Spec) -> str | None:
-    """Why record `rec` is not a record of run `spec` (its function, config, seed and data: what its key hashes), or None.
-    A record from elsewhere (an unpacked archive, `tools/campaign.py unpack`) is trusted only where its own contents give its folder's key."""
+    "Why record `rec` is not a record of run `spec` (its function, config, seed and data: what its key hashes), or None."
     want = dict(key=spec.key, fn=_key_name(spec.fn), seed=spec.seed, data_id=spec.data_id)
     bad = [f'{k} {rec.get(k)!r}, not {v!r}' for k, v in want.items() if rec.get(k) != v]
     if not _agrees(_key_dict(spec.cfg), _jsonable(rec.get('config'))): bad.append("a config that is not the plan's")
@@ -269,17 +247,12 @@ def _record_mismatch(rec: dict, spec: Spec) -> str | None:
 
 # %% ../nbs/05_experiment.ipynb #e1896370
 def runs_dir(paper: str, scale: str, root: Path | None = None, archive: bool = False) -> Path:
-    """Where the runs of a paper at a scale live: `results/<scale>/<paper>/runs`; `archive`: where its runs of former recipes are kept,
-    `results/<scale>/<paper>/archive`, listed in its `index.csv` (what each was, what replaced it, why)."""
+    "Where the runs of a paper at a scale live: `results/<scale>/<paper>/runs`, or (`archive`: former recipes', in its `index.csv`) `archive`."
     return Path(root or results_dir())/_check_scale(scale)/paper/('archive' if archive else 'runs')
 
 # %% ../nbs/05_experiment.ipynb #4c8b6a6b
 def _keep_weights(run_dir, carry: bool = False) -> dict:
-    """Save each stage's best weights as an fp16 `state_dict` (`weights.fp16.pt`, git-ignored, beside its checkpoints): what a
-    finished run keeps for later readers (the context probe, a GPU campaign's archive), at half the size. `carry`: instead copy
-    them exact (fp32, as trained) into the run folder (`_carried_path`), where they are committed with the record: a run whose
-    weights later runs load (an LM that meta-learning or dynamic evaluation reads) survives a fresh checkout, which the
-    git-ignored checkpoints do not, and the later runs' numbers are those of the trained model. Returns {stage: bytes}."""
+    "Save each stage's best weights, as fp16 beside its checkpoints (`weights.fp16.pt`) or (`carry`) exact beside its record (`weights-<stage>.pt`): {stage: bytes}."
     out = {}
     for best in sorted(ckpt_home(run_dir).glob('*/best.pt')):
         sd = torch.load(best, map_location='cpu', weights_only=True)['model']
@@ -294,46 +267,30 @@ def runs_command(run_dir, rerun: bool = False) -> str:
     run = Path(run_dir)
     return f"make runs PAPER={run.parts[-3]} SCALE={run.parts[-4]} RUNS='{run.name}'" + (' RERUN=1' if rerun else '')
 
-def _carried_path(run_dir, stage: str = 'train') -> Path:
-    "Where a carried run keeps a stage's best weights: `<run folder>/weights-<stage>.pt`, beside its record (committed)."
-    return Path(run_dir)/f'weights-{stage}.pt'
+def _carried_path(run_dir, stage: str = 'train') -> Path: return Path(run_dir)/f'weights-{stage}.pt'   # a carried run's best weights, committed
 
 def _ensure_carried(spec, d, rec: dict) -> dict:
-    "The finished record `rec` of `spec` in folder `d`, its weights carried first where `spec.carry` asks and it finished before (`execute`, `Plan.run`)."
+    "The finished record `rec` of `spec` in folder `d`, its weights carried first where `spec.carry` asks and it finished before."
     if spec.carry and not rec.get('carried') and any(ckpt_home(d).glob('*/best.pt')):
         with _run_lock(Path(d)): rec['carried'] = _keep_weights(d, carry=True); _write_json(Path(d)/'record.json', rec)
     return rec
 
 
-# %% ../nbs/05_experiment.ipynb #48261dbd
+# %% ../nbs/05_experiment.ipynb #2bc59552
 _LOADED_WEIGHTS: list = []   # what `final_weights` loaded in this process since `execute` began its run: the run's record keeps it
 
 def final_weights(run_dir, model, stage: str = 'train'):
-    """Load a finished run's weights into `model` (its dtype): the exact ones (its `best.pt`, else its carried copy), so that a run
-    made from them gives the same numbers on any machine; its fp16 copy (`weights.fp16.pt`) only where neither is here, with a
-    warning (a GPU campaign's archive brings back only that); a clear error where there are none."""
-    d = ckpt_home(run_dir)/stage; f = d/'weights.fp16.pt'
-    if (d/'best.pt').exists(): sd, kind = torch.load(d/'best.pt', map_location='cpu', weights_only=True)['model'], 'best.pt'
-    elif (cf := _carried_path(run_dir, stage)).exists(): sd, kind = torch.load(cf, map_location='cpu', weights_only=True)['model'], cf.name
-    elif f.exists():
-        warnings.warn(f'{Path(run_dir).name}: only its fp16 weights are here ({f}): numbers made from them differ from the trained model\'s')
-        sd, kind = torch.load(f, map_location='cpu', weights_only=True), f.name
-    else: raise FileNotFoundError(f'{d}: no kept weights for this run (weights are not committed). Retrain it: '
-                                  f'{runs_command(run_dir)} (or set MEMLM_CKPT to where they are)')
+    "Load a finished run's exact weights into `model` (its dtype): its `best.pt`, else its carried copy, else its fp16 copy, with a warning."
+    d = ckpt_home(run_dir)/stage
+    if (p := next((p for p in (d/'best.pt', _carried_path(run_dir, stage), d/'weights.fp16.pt') if p.exists()), None)) is None:
+        raise FileNotFoundError(f'{d}: no kept weights for this run (weights are not committed). Retrain it: {runs_command(run_dir)} (or set MEMLM_CKPT to where they are)')
+    sd = torch.load(p, map_location='cpu', weights_only=True)
+    if exact := p.name != 'weights.fp16.pt': sd = sd['model']
+    else: warnings.warn(f'{Path(run_dir).name}: only its fp16 weights are here ({p}): numbers made from them differ from the trained model\'s')
     ref = model.state_dict()
     model.load_state_dict({k: v.to(ref[k].dtype) if k in ref else v for k, v in sd.items()})
-    _LOADED_WEIGHTS.append(dict(run=Path(run_dir).name, stage=stage, file=kind, exact=kind != f.name))
+    _LOADED_WEIGHTS.append(dict(run=Path(run_dir).name, stage=stage, file=p.name, exact=exact))
     return model
-
-
-# %% ../nbs/05_experiment.ipynb #2bc59552
-def best_checkpoint(run_dir, stage: str = 'train') -> Path:
-    """The best-validation checkpoint a finished run left: its `best.pt`, else its carried copy (`_keep_weights`); a clear error
-    where there is neither (checkpoints are not committed)."""
-    path = ckpt_home(run_dir)/stage/'best.pt'
-    if path.exists(): return path
-    if (cf := _carried_path(run_dir, stage)).exists(): return cf
-    raise FileNotFoundError(f'{path}: the run has no checkpoint here (checkpoints are not committed; rerun it)')
 
 # %% ../nbs/05_experiment.ipynb #c7b30341
 class CorruptRecordError(ValueError):
@@ -347,7 +304,7 @@ def load_record(d: Path) -> dict | None:
     except (json.JSONDecodeError, UnicodeDecodeError) as e: why = f'not JSON ({e})'
     else:
         if isinstance(rec, dict) and rec.get('status') in ('done', 'incomplete'):
-            if isinstance(rec.get('metrics'), dict): rec['metrics'] = _json_back(rec['metrics'])   # a diverged run's 'inf' a float again
+            if isinstance(rec.get('metrics'), dict): rec['metrics'] = _json_float(rec['metrics'])   # a diverged run's 'inf' a float again
             return rec
         why = f"no status 'done' or 'incomplete' (keys: {sorted(rec) if isinstance(rec, dict) else type(rec).__name__})"
     raise CorruptRecordError(f"{p}: corrupt record, {why}. If it is committed, restore it: git checkout -- '{p}'; "
@@ -361,18 +318,18 @@ def loads(cfg_type: type):
     def register(load): LOADERS[cfg_type] = load; return load
     return register
 
-def load_trained(cfg,                        # the run's config, or `'<paper>/<run>'`: its name (or folder) under results/<scale>/<paper>/runs
-                 run_dir=None,               # with a config: the run's folder
-                 *, seed: int = 0,           # with a name: the run's seed
-                 scale: str = 'cpu',         # with a name: the scale of its results
-                 data_path: str | None = None,  # with a name: where its corpus is (None: `$MEMLM_DATA` or data/; not the path its record names)
-                ) -> tuple:
-    """The trained model of a finished run and the corpus it was trained on. By name, `load_trained('span_buffer/awd_snb', seed=0)`:
-    its config rebuilt from its record (`_config_from_record`), its weights loaded (committed beside the record where the run carries
-    them), its `_ModelCard` as `model.card`. By config, `load_trained(cfg, run_dir)`: through the loader its runs module registered (`loads`)."""
+def load_trained(cfg, run_dir=None, *, seed: int = 0, scale: str = 'cpu', data_path: str | None = None) -> tuple:
+    """The trained model of a finished run and its corpus: `load_trained(cfg, run_dir)` through the loader its runs module registered,
+    or by name, `load_trained('<paper>/<run>', seed=, scale=, data_path=)`, its config rebuilt from its record, its `_ModelCard` as `model.card`."""
     if isinstance(cfg, str):
         if run_dir is not None: raise TypeError(f"load_trained({cfg!r}, {run_dir!r}): a run named '<paper>/<run>' takes no folder (seed= and scale= pick it)")
-        return _load_named(cfg, seed, scale, data_path)
+        d = _find_run(cfg, seed, scale)
+        if (rec := load_record(d)) is None or rec['status'] != 'done': raise FileNotFoundError(f'{d}: the run has not finished: {runs_command(d)}')
+        if not _has_weights(d): raise _no_weights([d], scale)
+        _plan_module(cfg.partition('/')[0], missing_ok=True)   # it registers the loader
+        model, corpus = load_trained(c := _config_from_record(rec, data_path), d)
+        model.card = _model_card(rec, c, corpus, d)
+        return model, corpus
     if run_dir is None: raise TypeError(f'load_trained({type(cfg).__name__}(...)): a config needs its run folder, load_trained(cfg, run_dir)')
     load = LOADERS.get(type(cfg))
     if load is None: raise TypeError(f"no loader for a {type(cfg).__name__} run: register one with @loads({type(cfg).__name__}) beside its experiment function")
@@ -381,19 +338,14 @@ def load_trained(cfg,                        # the run's config, or `'<paper>/<r
 # %% ../nbs/05_experiment.ipynb #8a223d88
 _RUN_FOLDER = re.compile(r'^(.+)-s(-?[0-9]+)-[0-9a-f]{10}$')     # <name>-s<seed>-<key>
 
-def _carried_runs(scale: str = 'cpu') -> list[str]:
-    "The runs at `scale` whose best weights are committed beside their record (`Spec.carry`), as `'<paper>/<run folder>'`."
-    return sorted(f'{d.parent.parent.name}/{d.name}' for d in (results_dir()/_check_scale(scale)).glob('*/runs/*') if any(d.glob('weights-*.pt')))
-
 def _has_weights(d: Path) -> bool:
-    "Whether run folder `d` has weights here: committed beside its record (`_carried_path`), or in its checkpoints (`final_weights`)."
-    return any(Path(d).glob('weights-*.pt')) or any(f.exists() for f in ckpt_home(d).glob('*/*.pt') if f.name in ('best.pt', 'weights.fp16.pt'))
+    "Whether run folder `d` has weights here: committed beside its record, or in its checkpoints (`final_weights`)."
+    return any(Path(d).glob('weights-*.pt')) or any(f.name in ('best.pt', 'weights.fp16.pt') for f in ckpt_home(d).glob('*/*.pt'))
 
 def _no_weights(dirs: list, scale: str) -> FileNotFoundError:
-    have = _carried_runs(scale)
-    return FileNotFoundError(f"{', '.join(map(str, dirs))}: no weights for this run here. Only runs trained with carry=True commit their "
-                             f"weights beside their record (a run trained on this machine keeps them in its checkpoints). Runs at scale "
-                             f"{scale!r} with committed weights: {', '.join(have) or 'none'}")
+    have = sorted(f'{d.parent.parent.name}/{d.name}' for d in (results_dir()/scale).glob('*/runs/*') if any(d.glob('weights-*.pt')))
+    return FileNotFoundError(f"{', '.join(map(str, dirs))}: no weights for this run here. Only runs trained with carry=True commit their weights beside "
+                             f"their record (a run trained here keeps them in its checkpoints). Runs at scale {scale!r} with committed weights: {', '.join(have) or 'none'}")
 
 def _find_run(run: str, seed: int = 0, scale: str = 'cpu') -> Path:
     "The folder of run `'<paper>/<run>'` (its name, with `seed`, or its folder) under `results/<scale>/<paper>/runs`; a clear error naming the runs there."
@@ -401,27 +353,18 @@ def _find_run(run: str, seed: int = 0, scale: str = 'cpu') -> Path:
     if not paper or not name or '/' in name: raise ValueError(f"run {run!r}: expected '<paper>/<run>', e.g. 'span_buffer/awd_snb'")
     root = runs_dir(paper, scale)
     if not root.is_dir(): raise FileNotFoundError(f'{root}: no runs of {paper!r} at scale {scale!r} (results are read from a checkout\'s results/, or $MEMLM_RESULTS)')
-    if _RUN_FOLDER.match(name): found = [root/name] if (root/name).is_dir() else []
-    else: found = sorted(d for d in root.iterdir() if (m := _RUN_FOLDER.match(d.name)) and m[1] == name and int(m[2]) == seed)
-    if not found:
-        names = sorted({m[1] for d in root.iterdir() if (m := _RUN_FOLDER.match(d.name))})
-        raise FileNotFoundError(f"no run {name!r} with seed {seed} in {root}; its runs: {', '.join(names)}")
-    if len(found) > 1:                          # a former recipe's folder beside the current one: the one with weights
-        if not (found := [d for d in found if _has_weights(d)] or found)[1:]: return found[0]
-        if not any(_has_weights(d) for d in found): raise _no_weights(found, scale)
-        raise ValueError(f"{name!r} with seed {seed} names {len(found)} runs in {root}: {', '.join(d.name for d in found)}; name one by its folder")
+    runs = {d: m for d in sorted(root.iterdir()) if (m := _RUN_FOLDER.match(d.name))}
+    if not (found := [d for d, m in runs.items() if d.name == name or (m[1], int(m[2])) == (name, seed)]):
+        raise FileNotFoundError(f"no run {name!r} with seed {seed} in {root}; its runs: {', '.join(sorted({m[1] for m in runs.values()}))}")
+    if found[1:] and (have := [d for d in found if _has_weights(d)]): found = have   # a former recipe's folder beside the current one: the one with weights
+    if found[1:]: raise ValueError(f"{name!r} with seed {seed} names {len(found)} runs in {root}: {', '.join(d.name for d in found)}; name one by its folder") if have else _no_weights(found, scale)
     return found[0]
 
 # %% ../nbs/05_experiment.ipynb #9cae2956
 def _hints(cls) -> dict:
     "The field types of dataclass `cls`: its annotations resolved, else the types of its defaults."
     try: return typing.get_type_hints(cls)
-    except Exception:
-        out = {}
-        for f in fields(cls):
-            d = f.default_factory() if f.default_factory is not MISSING else f.default
-            if d is not MISSING and d is not None: out[f.name] = type(d)
-        return out
+    except Exception: return {f.name: type(d) for f in fields(cls) if (d := f.default if f.default_factory is MISSING else f.default_factory()) not in (MISSING, None)}
 
 def _from_json(tp, v, data_path: str | None):
     "A value of type `tp` from its JSON form in a record: nested dataclasses (a union's member by its fields), tuples, the rest as it is."
@@ -439,8 +382,7 @@ def _from_json(tp, v, data_path: str | None):
     return v
 
 def _config_from_record(rec: dict, data_path: str | None = None):
-    """The config of a recorded run, rebuilt from its record (its type: one that a runs module registered with `loads`), every
-    `data_path` set to `data_path`; a clear error where it does not give the record's key."""
+    "The config of a recorded run rebuilt from its record (its type one that `loads` registered), `data_path` this machine's; it must give the record's key."
     name = (rec.get('config') or {}).get('_type')
     cls = next((t for t in LOADERS if (vars(t).get('key_type') or t.__qualname__) == name), None)
     if cls is None: raise TypeError(f"no loader for a {name} run (the record of {rec.get('name')}): register one with @loads({name}) beside its experiment function")
@@ -453,25 +395,15 @@ def _config_from_record(rec: dict, data_path: str | None = None):
 _GATE_OPEN = 0.01   # a span buffer's gate counts as open where it picks the buffer (λ ≥ 0.5) on at least this fraction of test tokens
 _MAIN_METRICS = ('test_ppl', 'val_ppl', 'test_acc', 'val_acc')   # what a card shows of a record's metrics, where it has them
 
-@dataclass
-class _ModelCard:
-    "A trained model in a few lines, from its run's record; `str(card)` reads it, a notebook shows it as a table."
-    run: str                  # '<scale>/<paper>/<run folder>'
-    data: str                 # the corpus it trained on
-    schedule: str             # epochs trained (of the cap, why it stopped), optimiser, lr and its schedule
-    metrics: dict             # the record's main metrics (`_MAIN_METRICS` where it has them)
-    gate: str | None = None   # the span buffer: open or closed (`_GATE_OPEN`), its test PoU and mean λ
-    def rows(self) -> list[tuple[str, str]]:
-        m = ', '.join(f"{k.replace('_', ' ')} {v:.4g}" for k, v in self.metrics.items())
-        return [('run', self.run), ('data', self.data), ('schedule', self.schedule), ('metrics', m)] + ([('gate', self.gate)] if self.gate else [])
-    def __str__(self) -> str: return '\n'.join(f'{k}: {v}' for k, v in self.rows())
-    def _repr_markdown_(self) -> str: return '| | |\n|---|---|\n' + '\n'.join(f'| {k} | {v} |' for k, v in self.rows())
+class _ModelCard(dict):
+    "A trained model in a few lines (run, data, schedule, metrics, the span buffer's gate): `str(card)` reads it, a notebook shows it as a table."
+    def __str__(self) -> str: return '\n'.join(f'{k}: {v}' for k, v in self.items())
+    def _repr_markdown_(self) -> str: return '| | |\n|---|---|\n' + '\n'.join(f'| {k} | {v} |' for k, v in self.items())
 
 def _train_config(cfg) -> TrainConfig | None:
     "The first `TrainConfig` inside a run's config (breadth first)."
     todo = [cfg]
-    while todo:
-        c = todo.pop(0)
+    for c in todo:                                      # (it grows as it is read)
         if isinstance(c, TrainConfig): return c
         if is_dataclass(c): todo += [getattr(c, f.name) for f in fields(c)]
 
@@ -482,37 +414,23 @@ def _model_card(rec: dict, cfg, corpus, run_dir) -> _ModelCard:
     tokens = m.get('train_tokens') or (len(corpus.train) if hasattr(corpus, 'train') else None)
     data = f"{getattr(corpus, 'name', '?')}" + (f', {tokens:,} training tokens' if tokens else '') + (f', {len(corpus.vocab):,} words' if hasattr(corpus, 'vocab') else '')
     stages = [f"{s['stage']}: {s['epochs']} of {s['epoch_cap']} epochs ({s['stop_reason']}; best epoch {s['best_epoch']})" for s in rec.get('stages', [])]
-    tc = _train_config(cfg)
-    if tc is not None:
+    if (tc := _train_config(cfg)) is not None:
         stages.append(f'{tc.optimizer} lr {tc.lr:g}' + (f", divided by {tc.lr_decay:g} after epochs {', '.join(map(str, tc.lr_milestones))}" if tc.lr_milestones else '')
                       + (f', divided by {tc.lr_decay:g} when validation improves by less than {tc.lr_decay_threshold:g}' if tc.lr_decay_threshold is not None else '')
                       + (f', divided by {tc.lr_decay:g} every epoch from epoch {tc.lr_decay_start}' if tc.lr_decay_start is not None else '')
                       + (f', early stopping (patience {tc.patience})' if tc.patience else '') + f', batch {tc.batch_size}, BPTT {tc.bptt}')
     main = {k: m[k] for k in _MAIN_METRICS if num(m.get(k))} or dict([(k, v) for k, v in m.items() if num(v)][:3])
-    gate = None
+    card = _ModelCard(run=f'{d.parts[-4]}/{d.parts[-3]}/{d.name}', data=data, schedule='; '.join(stages), metrics=', '.join(f"{k.replace('_', ' ')} {v:.4g}" for k, v in main.items()))
     if num(pou := m.get('test_pou')):
-        gate = f"{'open' if pou >= _GATE_OPEN else 'closed'}: λ ≥ 0.5 on {100 * pou:.3g} % of test tokens (PoU)" + (f", mean λ {m['test_mean_lambda']:.3g}" if num(m.get('test_mean_lambda')) else '')
-    return _ModelCard(f'{d.parts[-4]}/{d.parts[-3]}/{d.name}', data, '; '.join(stages), main, gate)
+        card['gate'] = f"{'open' if pou >= _GATE_OPEN else 'closed'}: λ ≥ 0.5 on {100 * pou:.3g} % of test tokens (PoU)" + (f", mean λ {m['test_mean_lambda']:.3g}" if num(m.get('test_mean_lambda')) else '')
+    return card
 
 # %% ../nbs/05_experiment.ipynb #a31fc66e
 def _plan_module(paper: str, missing_ok: bool = False):
-    """The module with `paper`'s `make_plan` and `PARTS`, which registers its runs' experiment functions and loaders: `memlm.<paper>_runs`
-    where the notebook exports its runs apart, else `memlm.<paper>` (neither: None if `missing_ok`, else `ModuleNotFoundError`)."""
+    "The module with `paper`'s `make_plan` and `PARTS`, which registers its experiment functions and loaders: `memlm.<paper>_runs`, else `memlm.<paper>`."
     import importlib, importlib.util
     name = next((n for n in (f'memlm.{paper}_runs', f'memlm.{paper}') if importlib.util.find_spec(n)), None)
     return None if name is None and missing_ok else importlib.import_module(name or f'memlm.{paper}')
-
-def _load_named(run: str, seed: int, scale: str, data_path: str | None) -> tuple:
-    "`load_trained('<paper>/<run>', seed=, scale=)`: the model (its card as `model.card`) and its corpus."
-    d = _find_run(run, seed, scale)
-    rec = load_record(d)
-    if rec is None or rec['status'] != 'done': raise FileNotFoundError(f'{d}: the run has not finished (no record, or an incomplete one): {runs_command(d)}')
-    if not _has_weights(d): raise _no_weights([d], scale)
-    _plan_module(run.partition('/')[0], missing_ok=True)
-    cfg = _config_from_record(rec, data_path)
-    model, corpus = load_trained(cfg, d)
-    model.card = _model_card(rec, cfg, corpus, d)
-    return model, corpus
 
 # %% ../nbs/05_experiment.ipynb #028b2923
 def _snapshot_dir(src: Path, spec: Spec, stage: str = 'train') -> Path:
@@ -523,12 +441,11 @@ def _start_from(spec: Spec, d: Path, root: Path):
     src = root/spec.extends.folder
     if ckpt_home(d).exists(): return
     if spec.from_epoch is None:
-        if not ckpt_home(src).exists(): return
-        shutil.copytree(ckpt_home(src), ckpt_home(d), ignore=shutil.ignore_patterns('epoch*'))
-        for f in src.glob('*.log.jsonl'): shutil.copy(f, d/f.name)
+        if ckpt_home(src).exists():
+            shutil.copytree(ckpt_home(src), ckpt_home(d), ignore=shutil.ignore_patterns('epoch*'))
+            for f in src.glob('*.log.jsonl'): shutil.copy(f, d/f.name)
         return
-    snap = _snapshot_dir(src, spec)
-    if not snap.exists(): raise FileNotFoundError(f'{snap}: {spec.folder} branches from {spec.extends.folder} after epoch {spec.from_epoch}, '
+    if not (snap := _snapshot_dir(src, spec)).exists(): raise FileNotFoundError(f'{snap}: {spec.folder} branches from {spec.extends.folder} after epoch {spec.from_epoch}, '
                                                   f'which has not kept that checkpoint yet (its keep_epochs); run it first')
     shutil.copytree(snap, ckpt_home(d)/'train')
     lines = (src/'train.log.jsonl').read_text().splitlines() if (src/'train.log.jsonl').exists() else []
@@ -537,8 +454,7 @@ def _start_from(spec: Spec, d: Path, root: Path):
 # %% ../nbs/05_experiment.ipynb #56c38b18
 @contextlib.contextmanager
 def _run_lock(d: Path, wait: bool = True):
-    """Hold the lock of run folder `d` (an `fcntl` lock on `d/.lock`). A second process waits for it, saying who holds it
-    (`wait=False`: raises `BlockingIOError`); the lock of a process that died is released with it, so it is never stale."""
+    "Hold the `fcntl` lock of run folder `d` (`d/.lock`): a second process waits, saying who holds it (`wait=False`: `BlockingIOError`)."
     d.mkdir(parents=True, exist_ok=True)
     with open(d/'.lock', 'a+') as f:
         try: fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -560,8 +476,7 @@ def _lock_holder(d: Path) -> str | None:
 
 # %% ../nbs/05_experiment.ipynb #997b0137
 def _session_start(d: Path) -> dict:
-    """Mark a session as running (`d/.session`); a mark left by an earlier process means it was killed: return that session
-    (counted once, its wall time up to its last heartbeat: the mtime of the log it last wrote or of the mark)."""
+    "Mark a session as running (`d/.session`); return the session an earlier process's mark says was killed, timed up to its last log or checkpoint."
     m, killed = d/'.session', {}
     if m.exists():
         t0 = float(m.read_text().strip() or m.stat().st_mtime)
@@ -571,33 +486,27 @@ def _session_start(d: Path) -> dict:
     m.write_text(f'{time.time()}')
     return killed
 
-# %% ../nbs/05_experiment.ipynb #59301099
 def _stage_so_far(ctx: 'RunContext', reason: str = 'time limit (checkpointed)') -> dict | None:
     "The summary of the stage a time limit (or `reason`: Ctrl-C, a kill) cut: epochs done and their training time, from its log; or None."
-    st = ctx.current
+    st, cap = ctx.current or (None, None)
     if st is None or any(f['stage'] == st for f in ctx.fits) or not ctx.log_path(st).exists(): return None
     hist = [json.loads(l) for l in ctx.log_path(st).read_text().splitlines() if l.strip()]
-    return _fit_summary(hist, ctx.caps.get(st, len(hist)), st) | dict(stop_reason=reason) if hist else None
+    return _fit_summary(hist, cap, st) | dict(stop_reason=reason) if hist else None
 
 # %% ../nbs/05_experiment.ipynb #3f19b0ed
 def execute(spec: Spec, root: Path, *, deadline: float | None = None, rerun: bool = False, device=None) -> dict:
-    """Run `spec` in `root/<spec.folder>` unless it has a finished record; returns its record (status done or incomplete).
-    The run folder is locked while it runs (a second process on it waits, then finds it done). A corrupt record raises
-    `CorruptRecordError`, unless the run is trained again (`rerun`), which replaces it."""
+    "Run `spec` in `root/<spec.folder>`, locked, unless it has a finished record; its record. A corrupt one raises `CorruptRecordError` unless `rerun`."
     root = Path(root); d = root/spec.folder
     def record():
         try: return load_record(d)
         except CorruptRecordError:
-            if rerun: return None
-            raise
-    rec = record()
-    if rec is not None and rec['status'] == 'done' and not rerun: return _ensure_carried(spec, d, rec)
+            if not rerun: raise
+    if not rerun and (rec := record()) is not None and rec['status'] == 'done': return _ensure_carried(spec, d, rec)
     with _run_lock(d):
         rec = record()                                                 # what the process we waited for left
         if rec is not None and rec['status'] == 'done' and not rerun: return rec
         return _execute_locked(spec, root, d, rec, deadline, rerun, device)
 
-# %% ../nbs/05_experiment.ipynb #46f53ff7
 def _same_numbers(a, b, rel: float = 1e-9) -> bool:
     "Whether two runs' metrics agree but for their timings (a key with 'time' in it, or ending in '_s'): floats to `rel`."
     a, b = _jsonable(a), _jsonable(b)
@@ -605,44 +514,33 @@ def _same_numbers(a, b, rel: float = 1e-9) -> bool:
         keep = lambda m: {k for k in m if 'time' not in k and not k.endswith('_s')}
         return keep(a) == keep(b) and all(_same_numbers(a[k], b[k], rel) for k in keep(a))
     if isinstance(a, list) and isinstance(b, list): return len(a) == len(b) and all(_same_numbers(x, y, rel) for x, y in zip(a, b))
-    if isinstance(a, float) or isinstance(b, float):
-        return isinstance(a, (int, float)) and isinstance(b, (int, float)) and math.isclose(a, b, rel_tol=rel, abs_tol=0.)
+    if isinstance(a, float) or isinstance(b, float): return all(isinstance(x, (int, float)) for x in (a, b)) and math.isclose(a, b, rel_tol=rel)
     return a == b
 
-def _replaced(prev: dict) -> dict:
-    "What a rerun keeps of the finished record it replaces: its numbers, length, stop reason and provenance (the run-to-run spread stays visible)."
-    return {k: prev.get(k) for k in ('metrics', 'epochs', 'best_epoch', 'stop_reason', 'train_time_s', 'provenance')}
-
-def _trained_by(prev: dict | None, rec: dict, stages: list[dict]) -> list[dict]:
-    """Every session that trained part of a run, in order: its commit (and dirty flag), date, device and the epochs each stage had
-    reached when it ended. A run continued from a record that predates this list starts it with 'earlier commits unknown'."""
-    before = (prev or {}).get('trained_by')
-    if before is None and prev is not None:
+def _trained_by(prev: dict, rec: dict, stages: list[dict]) -> list[dict]:
+    "Every session that trained part of a run: its commit, dirty flag, date, device and each stage's epochs when it ended (`prev`: the record it continues)."
+    before = prev.get('trained_by')
+    if before is None and prev:
         before = [dict(commit='earlier commits unknown', stages={f['stage']: f.get('epochs') for f in prev.get('stages') or []})]
     p = rec['provenance']
     return (before or []) + [dict(commit=p.get('commit'), dirty=p.get('dirty'), date=p.get('date'), device=p.get('device'),
                                   stages={f['stage']: f.get('epochs') for f in stages})]
 
 def _execute_locked(spec, root, d, rec, deadline, rerun, device) -> dict:
-    ck = ckpt_home(d)
-    replaces = (_replaced(rec) if rerun and rec is not None and rec['status'] == 'done'   # the finished record a rerun replaces,
-                else (rec or {}).get('replaces'))                                    # or what an unfinished rerun kept of it
+    ck, keep = ckpt_home(d), ('metrics', 'epochs', 'best_epoch', 'stop_reason', 'train_time_s', 'provenance')   # what a rerun keeps of the finish it replaces
+    replaces = {k: rec.get(k) for k in keep} if rerun and rec and rec['status'] == 'done' else (rec or {}).get('replaces')   # (or an unfinished rerun kept)
     if rerun:
         for f in d.iterdir():
             if f.name != '.lock': shutil.rmtree(f) if f.is_dir() else f.unlink()
-        shutil.rmtree(ck, ignore_errors=True); rec = None
+        shutil.rmtree(ck, ignore_errors=True)
     if not ck.exists() and (d/'parked').is_dir():                       # checkpoints parked in the run folder (`memlm.plan._park`)
         tmp = ck.with_name(ck.name + '.unparked'); shutil.rmtree(tmp, ignore_errors=True)
         shutil.copytree(d/'parked', tmp); os.replace(tmp, ck)             # whole or not at all
-    if rec is not None and not ck.exists(): rec = None                  # interrupted, its checkpoint lost: it starts over
-    prev = rec                                                          # the unfinished record this session continues (None: a fresh start)
+    prev = rec if rec and ck.exists() else {}       # the unfinished record this session continues ({}: a fresh start, or its checkpoint lost)
     if spec.extends is not None: _start_from(spec, d, root)
     killed = _session_start(d)
-    device = torch.device(device) if device is not None else _get_device()
-    _keep_freed_memory()                                                # speed only: no number changes (see 01_registry)
-    _flush_denormals()                                                  # speed; only values below 1.2e-38 change (to 0)
-    ctx = RunContext(d, device, deadline)
-    _seed_everything(spec.seed)
+    ctx = RunContext(d, device := _get_device(device), deadline)
+    _speedups(); _seed_everything(spec.seed)                            # speed only (01_registry); the seed
     t0, status, metrics, error, stopped = time.time(), 'done', None, None, None
     _LOADED_WEIGHTS.clear()
     try: metrics = spec.fn(spec.cfg, spec.seed, ctx)
@@ -651,14 +549,14 @@ def _execute_locked(spec, root, d, rec, deadline, rerun, device) -> dict:
         (d/'.session').unlink(missing_ok=True); raise
     why = 'interrupted (checkpointed)' if isinstance(stopped, Interrupted) else 'time limit (checkpointed)'
     stages = ctx.fits + ([cut] if status == 'incomplete' and (cut := _stage_so_far(ctx, why)) else [])
-    wall = time.time() - t0 + ((rec or {}).get('wall_time_s') or 0) + killed.get('wall_time_s', 0)   # summed over every session
+    wall = time.time() - t0 + (prev.get('wall_time_s') or 0) + killed.get('wall_time_s', 0)   # summed over every session
     last = stages[-1] if stages else {}
     rec = dict(name=spec.name, key=spec.key, fn=_key_name(spec.fn), config=_config_dict(spec.cfg), seed=spec.seed,
                data_id=spec.data_id, extends=spec.extends.folder if spec.extends else None, from_epoch=spec.from_epoch, status=status,
                metrics=metrics, epochs=last.get('epochs'), best_epoch=last.get('best_epoch'), stop_reason=last.get('stop_reason'),
                stages=stages, train_time_s=round(sum(f['train_time_s'] for f in stages), 2), wall_time_s=round(wall, 2),
-               sessions=(rec or {}).get('sessions', 0) + killed.get('sessions', 0) + 1,
-               killed_sessions=(rec or {}).get('killed_sessions', 0) + killed.get('sessions', 0), note=error, provenance=_provenance(device))
+               sessions=prev.get('sessions', 0) + killed.get('sessions', 0) + 1,
+               killed_sessions=prev.get('killed_sessions', 0) + killed.get('sessions', 0), note=error, provenance=_provenance(device))
     if _LOADED_WEIGHTS: rec['weights_loaded'] = list(_LOADED_WEIGHTS)   # the trained runs it read, and which copy of each
     rec['trained_by'] = _trained_by(prev, rec, stages)
     if replaces is not None and status == 'done' and _same_numbers(replaces.get('metrics'), metrics) and 'date' in replaces.get('provenance', {}):
@@ -676,19 +574,9 @@ def _execute_locked(spec, root, d, rec, deadline, rerun, device) -> dict:
 def global_reads(ns: dict) -> dict[str, list[str]]:
     "Functions defined in a notebook namespace that read notebook variables (data, not modules/callables/CONSTANTS)."
     import dis
-    def scan(code, bad):
-        for ins in dis.get_instructions(code):
-            g = ins.argval
-            if ins.opname in ('LOAD_GLOBAL', 'LOAD_NAME') and g in ns and not (
-                    isinstance(ns[g], types.ModuleType) or callable(ns[g]) or g.isupper() or g.startswith('__')): bad.add(g)
-        for c in code.co_consts:
-            if isinstance(c, types.CodeType): scan(c, bad)
+    data = lambda g: g in ns and not (isinstance(ns[g], types.ModuleType) or callable(ns[g]) or g.isupper() or g.startswith('__'))
+    reads = lambda code: {i.argval for i in dis.get_instructions(code) if i.opname in ('LOAD_GLOBAL', 'LOAD_NAME') and data(i.argval)}.union(
+        *(reads(c) for c in code.co_consts if isinstance(c, types.CodeType)))
     fns = {k: v for k, v in ns.items() if isinstance(v, types.FunctionType) and v.__module__ == '__main__'}
-    for k, c in ns.items():
-        if isinstance(c, type) and c.__module__ == '__main__':
-            fns |= {f'{k}.{m}': f for m, f in vars(c).items() if isinstance(f, types.FunctionType)}
-    out = {}
-    for name, f in fns.items():
-        bad = set(); scan(f.__code__, bad)
-        if bad: out[name] = sorted(bad)
-    return out
+    fns |= {f'{k}.{m}': f for k, c in ns.items() if isinstance(c, type) and c.__module__ == '__main__' for m, f in vars(c).items() if isinstance(f, types.FunctionType)}
+    return {k: sorted(bad) for k, f in fns.items() if (bad := reads(f.__code__))}

@@ -26,10 +26,10 @@ import torch
 from .data import Corpus, SPLITS
 from .corpora import cap_vocab, first_articles, split_halves, stream_prefix, stream_slice, topic_corpus
 from .models import AWDLSTM, AWDLSTMConfig
-from .train import TrainConfig, load_model
+from .train import TrainConfig
 from .tasks import LMTask
 from .evaluate import DynEvalConfig, dynamic_evaluate, evaluate, dyneval_state, gradient_stats, lm_windows, rms_update, sgd_update
-from .experiment import experiment, loads, Spec, RunContext, runs_command, best_checkpoint, ckpt_home, final_weights, load_record, CorruptRecordError
+from .experiment import experiment, loads, Spec, RunContext, runs_command, ckpt_home, final_weights, load_record, CorruptRecordError
 import memlm.awd_lstm as awd
 from .meta_dynamic import MetaConfig, MetaLearner, fisher_diagonal, meta_update, no_update, scored   # the learner
 from .meta_dynamic_train import MetaTrainConfig, curve_stop, meta_train, peak_rss_mb, segment_starts, tune_dyneval   # meta-training
@@ -137,8 +137,7 @@ class LMRef:
 
 def load_lm(ref: LMRef, root, device) -> AWDLSTM:
     "The LM's best weights from its run folder under `root`."
-    path = best_checkpoint(Path(root)/ref.run, ref.stage)
-    return load_model(path, AWDLSTM(ref.model).to(device))
+    return final_weights(Path(root)/ref.run, AWDLSTM(ref.model).to(device), ref.stage)
 
 # %% ../nbs/13b_meta_dynamic_runs.ipynb #0c36b7e8
 @dataclass

@@ -6,7 +6,7 @@
 from __future__ import annotations
 from fastcore.basics import patch
 import ctypes, json, os, platform, random, socket, subprocess, time, math
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, is_dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 import sys
@@ -39,25 +39,20 @@ __all__ = ['SCALES', 'repo_root', 'pick', 'device_kind', 'results_dir', 'write_t
 
 # %% ../nbs/01_registry.ipynb #cabb3332
 def _seed_everything(seed: int) -> None:
-    "Seed python, numpy (if present) and torch (CPU and CUDA)."
-    import torch
-    random.seed(seed); torch.manual_seed(seed)
-    try:
-        import numpy as np; np.random.seed(seed)
-    except ImportError: pass
+    "Seed python, numpy and torch (CPU and CUDA)."
+    import numpy as np, torch
+    random.seed(seed); np.random.seed(seed); torch.manual_seed(seed)
 
 # %% ../nbs/01_registry.ipynb #ba990458
-def _get_device() -> torch.device:
-    "CUDA when available, else CPU."
+def _get_device(device: torch.device | str | None = None) -> torch.device:
+    "`device`, else CUDA when available, else CPU."
     import torch
-    return torch.device('cuda' if torch.cuda.is_available() else 'cpu')
+    return torch.device(device if device is not None else 'cuda' if torch.cuda.is_available() else 'cpu')
 
-# %% ../nbs/01_registry.ipynb #655a7d5c
 def _device_name(device: torch.device | str | None = None) -> str:
     "Human-readable name of the device a run used (GPU model, or CPU with its thread count)."
     import torch
-    device = torch.device(device) if device is not None else _get_device()
-    if device.type == 'cuda': return torch.cuda.get_device_name(device)
+    if (device := _get_device(device)).type == 'cuda': return torch.cuda.get_device_name(device)
     return f"cpu ({platform.processor() or platform.machine()}, {torch.get_num_threads()} threads)"
 
 # %% ../nbs/01_registry.ipynb #c40c6840
@@ -66,46 +61,27 @@ def device_kind(device: str | None) -> str:
     return 'cpu' if not device or device.lower().startswith('cpu') else 'gpu'
 
 # %% ../nbs/01_registry.ipynb #0bb6b54a
-_MALLOC_KEPT: str | None = None   # set by `_keep_freed_memory`; provenance records it
+_SPEEDUPS: dict = {}   # what `_speedups` set in this process: provenance records it
 
-def _keep_freed_memory(limit: int = 1 << 30) -> bool:
-    """Let glibc keep freed blocks up to `limit` bytes for reuse, instead of mapping every tensor over 32 MB afresh (it
-    page-faults on first touch) and unmapping it when freed. Numbers are unchanged; training steps whose temporaries are that
-    large run faster on a CPU. Process-wide; `execute` calls it for every run. False where the C library is not glibc."""
-    global _MALLOC_KEPT
-    try: mallopt = ctypes.CDLL("libc.so.6").mallopt
-    except (OSError, AttributeError): return False
-    M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
-    if not (mallopt(M_MMAP_THRESHOLD, limit) and mallopt(M_TRIM_THRESHOLD, limit)): return False
-    _MALLOC_KEPT = f"glibc mmap/trim threshold {limit >> 20} MiB"
-    return True
-
-# %% ../nbs/01_registry.ipynb #640435ac
-_DENORMALS_FLUSHED: bool = False  # set by `_flush_denormals`; provenance records it
-
-def _flush_denormals() -> bool:
-    """Flush subnormal floats to zero (`torch.set_flush_denormal`, on the calling thread: the one single-threaded runs
-    compute on): arithmetic on subnormals is ~100x slower on x86, and long runs can drift into it. Values below
-    `torch.finfo(float32).tiny` become 0; nothing larger changes. `execute` calls it for every run.
-    False where the CPU does not support it (e.g. no SSE3)."""
-    global _DENORMALS_FLUSHED
+def _speedups(limit: int = 1 << 30) -> None:
+    """Let glibc keep freed blocks up to `limit` bytes for reuse (no number changes) and flush subnormal floats to zero on this
+    thread (only values below `torch.finfo(float32).tiny` change); each where the C library and the CPU allow. `execute` calls it."""
     import torch
-    _DENORMALS_FLUSHED = torch.set_flush_denormal(True)
-    return _DENORMALS_FLUSHED
+    try: mallopt = ctypes.CDLL("libc.so.6").mallopt
+    except (OSError, AttributeError): mallopt = None
+    if mallopt and mallopt(-3, limit) and mallopt(-1, limit): _SPEEDUPS['malloc'] = f"glibc mmap/trim threshold {limit >> 20} MiB"   # M_MMAP_THRESHOLD, M_TRIM_THRESHOLD
+    if torch.set_flush_denormal(True): _SPEEDUPS['denormals'] = 'flushed to zero'
 
 # %% ../nbs/01_registry.ipynb #09b863ad
 def results_dir() -> Path: return Path(os.environ.get('MEMLM_RESULTS', repo_root()/'results'))
 def _figures_dir() -> Path: return Path(os.environ.get('MEMLM_FIGURES', repo_root()/'figures'))
 
 def _git(*args) -> str | None:
-    try:
-        return subprocess.run(['git', *args], cwd=repo_root(), capture_output=True, text=True,
-                              timeout=10, check=True).stdout.strip()
+    try: return subprocess.run(['git', *args], cwd=repo_root(), capture_output=True, text=True, timeout=10, check=True).stdout.strip()
     except Exception: return None
 
 def _code_state() -> dict:
-    "Commit and dirty flag of the working tree now (outputs that runs write do not count as modified code)."
-    # results/, figures/, reports/, the README and RESULTS.md are what runs write (a run that rewrites them is not running modified code)
+    "Commit and dirty flag of the working tree now (results/, figures/, reports/, the README and RESULTS.md, which runs write, do not count)."
     status = _git('status', '--porcelain', '--untracked-files=no', '--', '.', ':(exclude)results', ':(exclude)figures',
                   ':(exclude)reports', ':(exclude)README.md', ':(exclude)RESULTS.md')
     return dict(commit=_git('rev-parse', 'HEAD'), dirty=bool(status) if status is not None else None)
@@ -116,11 +92,8 @@ def _provenance(device: torch.device | str | None = None) -> dict:
     """Commit and dirty flag of the code this process imported (`_CODE_AT_START`), date, device, versions and host.
     `head_now` is added when the checkout's HEAD has moved on since (a long campaign outliving a commit)."""
     import torch
-    p = dict(**_CODE_AT_START, date=datetime.now(timezone.utc).isoformat(timespec='seconds'),
-             device=_device_name(device), torch=torch.__version__, python=platform.python_version(),
-             host=socket.gethostname())
-    if _MALLOC_KEPT: p["malloc"] = _MALLOC_KEPT
-    if _DENORMALS_FLUSHED: p["denormals"] = "flushed to zero"
+    p = dict(**_CODE_AT_START, date=datetime.now(timezone.utc).isoformat(timespec='seconds'), device=_device_name(device),
+             torch=torch.__version__, python=platform.python_version(), host=socket.gethostname(), **_SPEEDUPS)
     head = _git('rev-parse', 'HEAD')
     if head != p['commit']: p['head_now'] = head
     return p
@@ -131,8 +104,7 @@ def _jsonable(x):
     if isinstance(x, dict): return {str(k): _jsonable(v) for k, v in x.items()}
     if isinstance(x, (list, tuple)): return [_jsonable(v) for v in x]
     if 'torch' in sys.modules and isinstance(x, sys.modules['torch'].Tensor): return x.item() if x.numel() == 1 else x.tolist()
-    if hasattr(x, '__dataclass_fields__'):
-        from dataclasses import asdict; return _jsonable(asdict(x))
+    if is_dataclass(x): return _jsonable(asdict(x))
     if isinstance(x, Path): return str(x)
     if hasattr(x, 'item') and callable(x.item): return x.item()
     if isinstance(x, float) and not math.isfinite(x): return str(x)
@@ -150,11 +122,10 @@ def _write_json(path: Path, obj) -> Path:
     return write_text(path, json.dumps(_jsonable(obj), indent=1) + '\n')
 
 # %% ../nbs/01_registry.ipynb #874e7a79
-_NONFINITE = ('inf', '-inf', 'nan')   # how `_jsonable` writes the floats JSON has no literal for
-
 def _json_float(x):
-    "A value as `_jsonable` wrote it, back: 'inf', '-inf' and 'nan' become floats again (a diverged run's perplexity); anything else as it is."
-    return float(x) if isinstance(x, str) and x in _NONFINITE else x
+    "A value as `_jsonable` wrote it, back: 'inf', '-inf' and 'nan' floats again (a diverged run's perplexity), in lists and dicts too."
+    if isinstance(x, dict): return {k: _json_float(v) for k, v in x.items()}
+    return [_json_float(v) for v in x] if isinstance(x, list) else float(x) if x in ('inf', '-inf', 'nan') else x
 
 # %% ../nbs/01_registry.ipynb #1b659fa4
 @dataclass
@@ -178,12 +149,10 @@ class Experiment:
                    wall_time_s=round(time.time() - self.t0, 2), provenance=_provenance(self.device), **extra)
         return _write_json(self.out/f'{name}.json', rec)
 
-    def load(self, name: str, former: bool = False) -> dict | None:
-        """The record `name` of this paper and scale, or None; None too where runs behind it are archived (a former recipe's,
-        `_archived_runs`), unless `former`: findings read only today's recipe."""
+    def load(self, name: str) -> dict | None:
+        "The record `name` of this paper and scale, or None; None too where runs behind it are archived (`_archived_runs`): a former recipe's."
         rec = _load_result(self.paper, name, self.scale)
-        if rec is None or former: return rec
-        return None if _archived_runs(rec, self.paper, self.scale) else rec
+        return None if rec is None or _archived_runs(rec, self.paper, self.scale) else rec
 
 # %% ../nbs/01_registry.ipynb #8a07c738
 def _archived_runs(rec: dict, paper: str, scale: str) -> list[str]:
@@ -234,10 +203,6 @@ def figure(self: Experiment, fig, name: str, dpi: int = 120, show: bool = True) 
     path = self.figs/f'{self.paper}_{name}.png'; tmp = path.with_name(f'.{path.stem}.tmp{os.getpid()}.png')
     fig.savefig(tmp, dpi=dpi, bbox_inches='tight'); os.replace(tmp, path)
     import matplotlib.pyplot as plt; plt.close(fig)
-    if show:
-        try:
-            from IPython import get_ipython
-            from IPython.display import Image, display
-            if get_ipython() is not None: display(Image(filename=str(path)))
-        except ImportError: pass
+    if show and 'IPython' in sys.modules and sys.modules['IPython'].get_ipython() is not None:
+        from IPython.display import Image, display; display(Image(filename=str(path)))
     return path
