@@ -12,7 +12,7 @@ from typing import Any, Callable
 import torch
 from .registry import (_check_scale, results_dir, _provenance, _write_json, write_text, _jsonable, _json_float, _get_device,
                             _seed_everything, _speedups)
-from .train import fit, save_checkpoint, TimeLimitReached, Interrupted, TrainConfig
+from .train import fit, load_checkpoint, save_checkpoint, TimeLimitReached, Interrupted, TrainConfig
 
 # %% auto #0
 __all__ = ['LOADERS', 'NotebookParams', 'snapshot', 'read_params', 'experiment', 'data_identity', 'Spec', 'borrow', 'ckpt_home',
@@ -172,14 +172,15 @@ class RunContext:
         "Append one epoch's metrics to the stage's log (rewritten from the checkpointed history when the stage ends)."
         if self.dir is None: return
         with open(self.log_path(stage), 'a') as f: f.write(json.dumps(_jsonable(metrics)) + '\n')
+    def _write_log(self, stage: str, hist: list[dict]): write_text(self.log_path(stage), ''.join(json.dumps(_jsonable(h)) + '\n' for h in hist))
     def fit(self, model, task, cfg, *, stage: str = 'train', **kw) -> list[dict]:
         "The core `fit`, checkpointed in this run's folder, logged, stopping at the deadline."
-        if self.dir is not None and not (self.ckpt_dir(stage)/'last.pt').exists() and self.log_path(stage).exists():
-            self.log_path(stage).unlink()                       # a fresh start: no epochs of an earlier attempt
+        if self.dir is not None and self.log_path(stage).exists():   # the log holds the epochs the checkpoint holds: none at a fresh
+            last = self.ckpt_dir(stage)/'last.pt'                       # start, and at a resume not those a killed session logged after it
+            self._write_log(stage, load_checkpoint(last)['state']['history'] if last.exists() else [])
         self.current = stage, cfg.epochs
         hist = fit(model, task, cfg, ckpt_dir=self.ckpt_dir(stage), log=self.log, name=stage, deadline=self.deadline, **kw)
-        if self.dir is not None:                                # the exact history, also if the process died between epochs
-            write_text(self.log_path(stage), ''.join(json.dumps(_jsonable(h)) + '\n' for h in hist))
+        if self.dir is not None: self._write_log(stage, hist)   # the exact history, also if the process died between epochs
         self.fits.append(_fit_summary(hist, cfg.epochs, stage))
         return hist
     def step(self, stage: str, key: str, fn: Callable[[], Any]) -> Any:
