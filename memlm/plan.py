@@ -421,9 +421,8 @@ def plan_progress(plan: Plan, res: Results | None = None) -> dict:
 def mean_sd(xs) -> tuple[float, float]:
     "Mean and sample standard deviation (0 for one value); with a non-finite value (a diverged run) the mean says so and the sd is NaN."
     xs = [float(x) for x in xs]
-    if not xs: return (float('nan'), float('nan'))
-    if not all(map(math.isfinite, xs)): return sum(xs) / len(xs), (float('nan') if len(xs) > 1 else 0.)
-    return statistics.mean(xs), statistics.stdev(xs) if len(xs) > 1 else 0.
+    if len(xs) < 2: return (xs[0], 0.) if xs else (math.nan, math.nan)
+    return (statistics.mean(xs), statistics.stdev(xs)) if all(map(math.isfinite, xs)) else (sum(xs) / len(xs), math.nan)
 
 def aggregate(metrics: list[dict], keys=None) -> dict:
     "`{key: dict(mean, sd, n)}` over a list of metric dicts (numeric keys present in all of them)."
@@ -435,9 +434,7 @@ def aggregate(metrics: list[dict], keys=None) -> dict:
 def paired_diff(name: str, a: dict[int, dict], b: dict[int, dict], key: str, relative: bool = False) -> dict:
     "`name`, `name_std`, `name_n`: over the seeds both rows have, `a[seed][key] - b[seed][key]` (relative: `100 (a/b - 1)`); {} if none."
     d = [100 * (a[s][key] / b[s][key] - 1) if relative else a[s][key] - b[s][key] for s in a if s in b]
-    if not d: return {}
-    mu, sd = mean_sd(d)
-    return {name: mu, f'{name}_std': sd, f'{name}_n': len(d)}
+    return {**dict(zip((name, f'{name}_std'), mean_sd(d))), f'{name}_n': len(d)} if d else {}
 
 def row_metrics(row: str, metrics: list[dict], keys=None) -> dict:
     "Aggregated metrics flattened for a record: `<row>/<key>`, `<row>/<key>_std`, `<row>/<key>_n`."
