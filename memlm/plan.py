@@ -126,7 +126,7 @@ class Plan:
         remake = {r.folder for s in todo for r in up(s) if r.folder in records and self.derived_missing(r)}
         if remake:                                                       # them) are made again, before a run that reads them
             if progress: print(f'made again (its derived files are not on this machine): {", ".join(sorted(remake))}', flush=True)
-            todo = [s for s in specs if s.folder in remake | {t.folder for t in todo}]                  # plan order
+            keep = remake | {t.folder for t in todo}; todo = [s for s in specs if s.folder in keep]   # in plan order
             for f in remake: records.pop(f)
             rerun = rerun if rerun is True else {*(rerun or ()), *remake}
         if progress:
