@@ -18,44 +18,22 @@ def _papers() -> list[str]:
     pkg = Path(__file__).resolve().parent if '__file__' in globals() else repo_root()/'memlm'
     return sorted(re.sub(r'_runs$', '', p.stem) for p in pkg.glob('*.py') if re.search(r'^def make_plan\(', p.read_text(), re.M))
 
-def _paper_parts(paper: str) -> tuple:
-    from memlm.plan import _plan_module
-    return tuple(_plan_module(paper).PARTS)
-
 # %% ../nbs/08_cli.ipynb #d102154e
-def _positive_int(s: str) -> int:
-    "A count >= 1 (workers)."
-    try: v = int(s)
-    except ValueError: raise argparse.ArgumentTypeError(f'expected a positive integer, got {s!r}') from None
-    if v < 1: raise argparse.ArgumentTypeError(f'expected a positive integer, got {s!r}')
-    return v
+def _arg(what: str, read: Callable, ok: Callable):
+    "An argparse type: `read(s)` where it reads and is `ok`, else an error naming `s` and what was expected."
+    def check(s: str):
+        try: v = read(s); good = ok(v)
+        except ValueError: good = False
+        if not good: raise argparse.ArgumentTypeError(f'expected {what}, got {s!r}')
+        return v
+    return check
 
-# %% ../nbs/08_cli.ipynb #50a48a77
-def _time_limit(s: str) -> float | None:
-    "Seconds >= 0 (0: start no run; a report is then rendered from the records as they are), or empty for none."
-    if s in ('', None): return None
-    try: v = float(s)
-    except ValueError: raise argparse.ArgumentTypeError(f'expected seconds (a number >= 0) or nothing, got {s!r}') from None
-    if not v >= 0: raise argparse.ArgumentTypeError(f'expected seconds (a number >= 0) or nothing, got {s!r}')
-    return v
-
-# %% ../nbs/08_cli.ipynb #8b95f295
 _RUN_ITEM = re.compile(r'^[A-Za-z0-9_.+=-]+:[0-9]+$|^[A-Za-z0-9_.+=-]+-s[0-9]+-[0-9a-f]{10}$')   # name:seed, or a run folder
-
-def _run_items(s: str) -> list[str]:
-    "'name:seed name:seed ...' (spaces or commas): the plan's run names with a seed, or run folders."
-    items = [x for x in re.split(r'[\s,]+', s or '') if x]
-    bad = [x for x in items if not _RUN_ITEM.match(x)]
-    if bad or not items: raise argparse.ArgumentTypeError(f"expected runs as 'name:seed ...' (e.g. 'awd_lstm:0 awd_lstm:1') or run folders, got {s!r}")
-    return items
-
-# %% ../nbs/08_cli.ipynb #ef5cc7e6
-def _seed_list(s: str) -> list[int]:
-    "'0,1,2'"
-    try: out = [int(x) for x in re.split(r'[\s,]+', s) if x]
-    except ValueError: raise argparse.ArgumentTypeError(f"expected seeds as '0,1,2', got {s!r}") from None
-    if not out or min(out) < 0: raise argparse.ArgumentTypeError(f"expected seeds as '0,1,2', got {s!r}")
-    return out
+_items = lambda s: [x for x in re.split(r'[\s,]+', s or '') if x]
+_positive_int = _arg('a positive integer', int, lambda v: v >= 1)                                     # workers
+_time_limit = _arg('seconds (a number >= 0) or nothing', lambda s: float(s) if s else None, lambda v: v is None or v >= 0)   # 0: start no run
+_run_items = _arg("runs as 'name:seed ...' (e.g. 'awd_lstm:0 awd_lstm:1') or run folders", _items, lambda v: v and all(map(_RUN_ITEM.match, v)))
+_seed_list = _arg("seeds as '0,1,2'", lambda s: [int(x) for x in _items(s)], lambda v: v and min(v) >= 0)
 
 # %% ../nbs/08_cli.ipynb #8b8abaa4
 def _choice(valid, what: str):
@@ -65,26 +43,23 @@ def _choice(valid, what: str):
     return check
 
 # %% ../nbs/08_cli.ipynb #5666dfd2
-_REPORT_TOOLS = ('papermill', 'nbconvert', 'ipykernel')   # what executes the notebooks for `make reproduce` and `make summary`, beyond memlm's own needs
-
 def _need_report_tools(find: Callable = None):
-    """Stop at once, naming what is missing (`find`: `importlib.util.find_spec`), before a notebook is executed (a system Python
-    under `NO_VENV=1` may lack them)."""
+    "Stop before a notebook is executed where papermill, nbconvert or ipykernel is missing (`find`: `importlib.util.find_spec`), naming them."
     import importlib.util
-    if miss := [m for m in _REPORT_TOOLS if (find or importlib.util.find_spec)(m) is None]:
-        raise SystemExit(f"error: executing the notebooks needs {', '.join(_REPORT_TOOLS)}; missing here: {', '.join(miss)} "
+    tools = ('papermill', 'nbconvert', 'ipykernel')   # what executes the notebooks for `make reproduce` and `make summary`, beyond memlm's needs
+    if miss := [m for m in tools if (find or importlib.util.find_spec)(m) is None]:
+        raise SystemExit(f"error: executing the notebooks needs {', '.join(tools)}; missing here: {', '.join(miss)} "
                          f"(pip install {' '.join(miss)}, or run without NO_VENV=1: the venv has them)")
 
 # %% ../nbs/08_cli.ipynb #ad313392
 def _check_reproduce(a) -> dict:
     "make reproduce's arguments, checked: the papers, and parts that each of them has; returns papermill's parameters."
-    ps = a.papers.split() or _papers()
-    bad = [p for p in ps if p not in _papers()]
-    if bad: raise SystemExit(f"error: unknown paper(s) {', '.join(map(repr, bad))}; valid PAPERS: {' '.join(_papers())}")
-    parts = [x for x in re.split(r'[\s,]+', a.parts) if x]
+    from memlm.plan import _plan_module
+    ps, parts = a.papers.split() or _papers(), _items(a.parts)
+    if bad := [p for p in ps if p not in _papers()]: raise SystemExit(f"error: unknown paper(s) {', '.join(map(repr, bad))}; valid PAPERS: {' '.join(_papers())}")
     for p in ps:
-        miss = [x for x in parts if x not in _paper_parts(p)]
-        if miss: raise SystemExit(f"error: {p} has no part(s) {', '.join(map(repr, miss))}; its parts: {', '.join(_paper_parts(p))}")
+        if miss := [x for x in parts if x not in _plan_module(p).PARTS]:
+            raise SystemExit(f"error: {p} has no part(s) {', '.join(map(repr, miss))}; its parts: {', '.join(_plan_module(p).PARTS)}")
     params = dict(scale=a.scale, workers=a.workers, **({'parts': parts} if parts else {}), **({'time_limit_s': a.time_limit} if a.time_limit is not None else {}))
     if a.params_out: Path(a.params_out).write_text(json.dumps(params) + '\n')    # JSON is YAML: papermill -f reads it
     print(' '.join(ps))
@@ -92,7 +67,7 @@ def _check_reproduce(a) -> dict:
 
 # %% ../nbs/08_cli.ipynb #6d404c11
 def _outputs() -> dict[Path, bytes]:
-    "What an executed notebook may write besides run records: every file under `results/` but the run folders, `figures/`, RESULTS.md, README.md."
+    "What an executed notebook may write besides run records: the files under `results/` outside run folders, `figures/`, RESULTS.md, README.md."
     from memlm.registry import _figures_dir, results_dir
     res, figs = results_dir(), _figures_dir()
     files = [f for f in res.rglob('*') if f.is_file() and 'runs' not in f.relative_to(res).parts] if res.exists() else []
@@ -108,9 +83,8 @@ def _restore(before: dict[Path, bytes]):
             f.parent.mkdir(parents=True, exist_ok=True); tmp = f.with_name(f'.{f.name}.restore'); tmp.write_bytes(b); os.replace(tmp, f)
 
 def _execute_report(nb, out, parameters: dict | None = None, cwd: str | None = None, failed=None) -> Path:
-    """Execute notebook `nb` with papermill into `out`, as one transaction: it runs into a temporary file that replaces `out` only
-    when every cell ran; a failed (or interrupted) execution is kept at `failed` (default `<out>.failed.ipynb`), every aggregate,
-    table and figure it wrote is put back as it was (`_restore`; the records of runs it finished stay), and the error raised."""
+    """Execute `nb` with papermill into `out`, replaced only when every cell ran; a failed execution is kept at `failed` (default
+    `<out>.failed.ipynb`), the outputs it wrote are put back (`_restore`; the records of runs it finished stay), and the error raised."""
     import papermill as pm
     nb, out = Path(nb), Path(out); out.parent.mkdir(parents=True, exist_ok=True)
     tmp, before = out.with_name(f'.{out.name}.tmp{os.getpid()}.ipynb'), _outputs()
@@ -123,35 +97,27 @@ def _execute_report(nb, out, parameters: dict | None = None, cwd: str | None = N
     return out
 
 # %% ../nbs/08_cli.ipynb #b393a486
-_EXECUTORS = ('process', 'local', 'slurm')   # process: this machine's worker pool; local/slurm: submitit jobs
-
 def main(argv=None) -> int:
     "The command line (`python -m memlm.cli ...`): one sub-command per thing the Makefile does, every argument checked before any work."
     ap = argparse.ArgumentParser(prog='python -m memlm.cli', description='Run, check and report memlm plans.')
     sub = ap.add_subparsers(dest='cmd', required=True)
-    def common(p, seeds=True, all_papers=False):
-        if all_papers: p.add_argument('--paper', default='', type=_choice(['', *_papers()], 'paper'), help='one paper (default: every paper, a line each)')
-        else: p.add_argument('--paper', required=True, type=_choice(_papers(), 'paper'))
-        p.add_argument('--scale', default='smoke', type=_choice(SCALES, 'scale'))
-        p.add_argument('--data', default='', help='folder with the corpora (default: $MEMLM_DATA, else data/)')
-        if seeds: p.add_argument('--seeds', default=[0, 1, 2], type=_seed_list, help="the plan's seeds (default 0,1,2: what the notebooks read)")
-    r = sub.add_parser('run', help="train the runs 'name:seed ...' of a paper's plan (cached runs are reused)")
-    common(r)
-    r.add_argument('--runs', required=True, type=_run_items)
-    r.add_argument('--workers', default=1, type=_positive_int)
-    r.add_argument('--time-limit', default=None, type=_time_limit)
-    r.add_argument('--executor', default='process', type=_choice(_EXECUTORS, 'executor'))
+    def cmd(name: str, help: str, paper: str = '', runs: bool = False, limits: bool = False):
+        "A sub-command with `--scale`; `paper` 'one' (`--paper`, required) or 'any' (default: every paper) adds the plan's arguments."
+        p = sub.add_parser(name, help=help); p.add_argument('--scale', default='smoke', type=_choice(SCALES, 'scale'))
+        if paper == 'one': p.add_argument('--paper', required=True, type=_choice(_papers(), 'paper'))
+        if paper == 'any': p.add_argument('--paper', default='', type=_choice(['', *_papers()], 'paper'), help='one paper (default: every paper, a line each)')
+        if paper: p.add_argument('--data', default='', help='folder with the corpora (default: $MEMLM_DATA, else data/)')
+        if paper: p.add_argument('--seeds', default=[0, 1, 2], type=_seed_list, help="the plan's seeds (default 0,1,2: what the notebooks read)")
+        if runs: p.add_argument('--runs', required=True, type=_run_items)
+        if limits: p.add_argument('--workers', default=1, type=_positive_int); p.add_argument('--time-limit', default=None, type=_time_limit)
+        return p
+    r = cmd('run', "train the runs 'name:seed ...' of a paper's plan (cached runs are reused)", 'one', runs=True, limits=True)
+    r.add_argument('--executor', default='process', type=_choice(('process', 'local', 'slurm'), 'executor'))   # process: this machine's pool; local/slurm: submitit
     r.add_argument('--rerun', action='store_true', help='train the named runs again even where a record exists (their weights are elsewhere); what they need is reused where it finished')
-    k = sub.add_parser('park', help="copy unfinished runs' checkpoints into their run folders (parked/, committed; a running run: as of its last epoch end): they resume on another machine")
-    common(k); k.add_argument('--runs', required=True, type=_run_items)
-    s = sub.add_parser('status', help="what a paper's plan has done and has left (no paper: every paper, a line each)")
-    common(s, all_papers=True)
-    c = sub.add_parser('check', help="check make reproduce's arguments and write papermill's parameters")
-    c.add_argument('--scale', default='smoke', type=_choice(SCALES, 'scale'))
-    c.add_argument('--papers', default='', help='space-separated papers (default: all)')
-    c.add_argument('--parts', default='', help='comma-separated parts (default: all)')
-    c.add_argument('--workers', default=1, type=_positive_int)
-    c.add_argument('--time-limit', default=None, type=_time_limit)
+    cmd('park', "copy unfinished runs' checkpoints into their run folders (parked/, committed; a running run: as of its last epoch end): they resume on another machine", 'one', runs=True)
+    cmd('status', "what a paper's plan has done and has left (no paper: every paper, a line each)", 'any')
+    c = cmd('check', "check make reproduce's arguments and write papermill's parameters", limits=True)
+    c.add_argument('--papers', default='', help='space-separated papers (default: all)'); c.add_argument('--parts', default='', help='comma-separated parts (default: all)')
     c.add_argument('--params-out', default='', help='write the papermill parameters (YAML) here')
     sub.add_parser('index', help='write tests/run_index.json: the committed runs every plan reads (the key-stability test checks them)')
     e = sub.add_parser('report', help='execute a notebook with papermill into OUT, replacing OUT only when the whole notebook ran')
@@ -160,7 +126,7 @@ def main(argv=None) -> int:
     e.add_argument('--failed', default='', help='where a failed execution is kept (default: OUT with .failed)')
     a = ap.parse_args(argv)
     from memlm import plan as X
-    data = a.data or os.environ.get('MEMLM_DATA') or None if hasattr(a, 'data') else None
+    data = getattr(a, 'data', '') or os.environ.get('MEMLM_DATA') or None
     if a.cmd in ('run', 'park'):
         try: sel = X._named(a.paper, a.scale, a.runs, a.seeds, data)        # names and seeds, before any work
         except ValueError as e: raise SystemExit(f'error: {e}') from None
@@ -181,20 +147,18 @@ def main(argv=None) -> int:
         try: parked = {s.folder: X._park(sel.dir(s)) for s in sel.parts['selected']}
         except (ValueError, FileNotFoundError) as e: raise SystemExit(f'error: {e}') from None
         for folder, files in parked.items(): print(f'{folder}: parked {len(files)} checkpoint files, {sum(files.values()) / 2**20:.1f} MB')
-        return 0
-    if a.cmd == 'status':
-        print(X._plan_status(a.paper, a.scale, a.seeds, data_path=data) if a.paper else _status_overview(a.scale, a.seeds, data)); return 0
-    if a.cmd == 'check': _need_report_tools(); _check_reproduce(a); return 0
-    if a.cmd == 'index':
-        path, idx = repo_root()/'tests'/'run_index.json', _plan_folders(data_path=os.environ.get('MEMLM_DATA'))
+    elif a.cmd == 'status': print(X._plan_status(a.paper, a.scale, a.seeds, data_path=data) if a.paper else _status_overview(a.scale, a.seeds, data))
+    elif a.cmd == 'check': _need_report_tools(); _check_reproduce(a)
+    elif a.cmd == 'index':
+        path, idx = repo_root()/'tests'/'run_index.json', _plan_folders(data_path=data)
         path.write_text(json.dumps(idx, indent=1, sort_keys=True) + '\n')
-        print(f'{path}: {sum(map(len, idx.values()))} runs in {len(idx)} plans'); return 0
-    if a.cmd == 'report':
+        print(f'{path}: {sum(map(len, idx.values()))} runs in {len(idx)} plans')
+    elif a.cmd == 'report':
         _need_report_tools()
-        params = json.loads(Path(a.params).read_text()) if a.params else {}
         from papermill.exceptions import PapermillExecutionError
-        try: print(_execute_report(a.nb, a.out, params, failed=a.failed or None)); return 0
+        try: print(_execute_report(a.nb, a.out, json.loads(Path(a.params).read_text()) if a.params else {}, failed=a.failed or None))
         except PapermillExecutionError as e: raise SystemExit(f'error: {a.nb} failed in cell {e.exec_count}: {e.ename}: {e.evalue}') from None
+    return 0
 
 # %% ../nbs/08_cli.ipynb #d7374bd8
 def _plan_folders(seeds=(0, 1, 2), data_path: str | None = None) -> dict[str, list[str]]:
@@ -218,12 +182,10 @@ def _status_overview(scale: str, seeds=(0, 1, 2), data_path: str | None = None, 
     rows, problems = [], []
     for p in paper_list or _papers():
         st = paper_plan(p, scale, list(seeds), data_path).status_rows(problems=problems)
-        left = [r for r in st if r['status'] != 'done']
-        count = lambda f: sum(f(r['status']) for r in st)
-        rows.append(dict(paper=p, runs=len(st), done=count(lambda s: s == 'done'), running=count(lambda s: s.startswith('running')),
-                         interrupted=count(lambda s: s.startswith(('interrupted', 'incomplete'))), not_started=count(lambda s: s == 'not started'), corrupt=count(lambda s: s == 'corrupt'),
-                         est_h_left=round(sum(r['est_h'] or 0 for r in left), 1) if any(r['est_h'] for r in left) or not left else 'unknown',   # nothing timed: not 0
-                         without_estimate=sum(not r['est_h'] for r in left)))
+        left, n = [r for r in st if r['status'] != 'done'], lambda *k: sum(r['status'].startswith(k) for r in st)
+        rows.append(dict(paper=p, runs=len(st), done=n('done'), running=n('running'), interrupted=n('interrupted', 'incomplete'), not_started=n('not started'),
+                         corrupt=n('corrupt'), est_h_left=round(sum(r['est_h'] or 0 for r in left), 1) if any(r['est_h'] for r in left) or not left else 'unknown',
+                         without_estimate=sum(not r['est_h'] for r in left)))                # nothing timed: 'unknown', not 0
     return (markdown_table(rows, list(rows[0])) + f"\n({scale} scale; `make status PAPER=<paper> SCALE={scale}` lists a paper's runs)"
             + ''.join(f'\n{p}' for p in problems))
 

@@ -52,26 +52,21 @@ def _make_executor(kind: str, folder: Path, res: _Resources):
     import submitit
     if kind not in ('slurm', 'local'): raise ValueError(f"unknown executor {kind!r}: use 'slurm' or 'local'")
     ex = (submitit.SlurmExecutor if kind == 'slurm' else submitit.LocalExecutor)(folder=folder, max_num_timeout=res.max_requeues)
-    if kind == 'slurm':
-        ex.update_parameters(time=res.timeout_min, gpus_per_node=res.gpus or None, cpus_per_task=res.cpus, ntasks_per_node=1,
-                             signal_delay_s=res.signal_delay_s, **({'partition': res.partition} if res.partition else {}))
-    else: ex.update_parameters(timeout_min=res.timeout_min, gpus_per_node=res.gpus, signal_delay_s=res.signal_delay_s)
+    ex.update_parameters(signal_delay_s=res.signal_delay_s, **(dict(timeout_min=res.timeout_min, gpus_per_node=res.gpus) if kind == 'local' else
+                         dict(time=res.timeout_min, gpus_per_node=res.gpus or None, cpus_per_task=res.cpus, ntasks_per_node=1, **({'partition': res.partition} if res.partition else {}))))
     return ex
 
 def submit_plan(plan: Plan, parts=None, *, executor: str = 'local', folder: Path | None = None, resources: _Resources | None = None,
                 on_submit=None, progress: bool = True) -> Results:
     "Run the missing runs of `parts` as submitit jobs, a job array per wave of ready runs; wait for them; return the plan's records."
-    res = resources or _SCALE_RESOURCES[plan.scale]
-    folder = Path(folder or plan.root.parent/'jobs')
-    ex = _make_executor(executor, folder, res)
-    specs = plan.specs(parts)
-    todo = [s for s in specs if (load_record(plan.dir(s)) or {}).get('status') != 'done']
+    res, folder, specs = resources or _SCALE_RESOURCES[plan.scale], Path(folder or plan.root.parent/'jobs'), plan.specs(parts)
+    ex, todo = _make_executor(executor, folder, res), [s for s in specs if (load_record(plan.dir(s)) or {}).get('status') != 'done']
     if progress: print(f'{plan.paper} ({plan.scale}): {len(specs) - len(todo)} of {len(specs)} runs reused from their records, '
                        f'{len(todo)} to submit ({executor} executor, jobs in {folder})', flush=True)
-    failed, device = [], 'cuda' if res.gpus else 'cpu'
+    failed = []
     for wave in plan._waves(todo):
         with ex.batch():                                               # one job array per wave
-            jobs = [ex.submit(_RunJob(s, plan.dir(s).parent, device, threads=None if res.gpus else res.cpus)) for s in wave]
+            jobs = [ex.submit(_RunJob(s, plan.dir(s).parent, 'cuda' if res.gpus else 'cpu', threads=None if res.gpus else res.cpus)) for s in wave]
         if on_submit: on_submit(jobs, wave)
         for j, s in zip(jobs, wave):
             try:

@@ -26,9 +26,6 @@ from .experiment import (CorruptRecordError, Spec, _RUN_FOLDER, _snapshot_dir, c
     _fn_name, _key_name, load_record, _lock_holder, _plan_module, runs_dir)
 
 # %% ../nbs/05c_plan.ipynb #2c3ddca9
-def _worker_init(threads: int | None):
-    if threads: torch.set_num_threads(threads)
-
 def _worker_run(spec: Spec, root: str, deadline, rerun: bool, device: str) -> dict:
     try: return execute(spec, Path(root), deadline=deadline, rerun=rerun, device=device)
     except Interrupted: raise
@@ -37,8 +34,8 @@ def _worker_run(spec: Spec, root: str, deadline, rerun: bool, device: str) -> di
 # %% ../nbs/05c_plan.ipynb #f71f8d57
 class Results(dict):
     "Records of a plan's runs, by run folder; look them up with the `Spec`."
-    def __init__(self, specs: list[Spec], records: dict, remaining: list[Spec]):
-        super().__init__(records); self.specs, self.remaining, self.corrupt, self.elsewhere = specs, remaining, [], []
+    def __init__(self, specs: list[Spec], records: dict, remaining: list[Spec], corrupt=(), elsewhere=()):
+        super().__init__(records); self.specs, self.remaining, self.corrupt, self.elsewhere = specs, remaining, list(corrupt), list(elsewhere)
     def __getitem__(self, spec): return super().__getitem__(spec.folder if isinstance(spec, Spec) else spec)
     def done(self, spec: Spec) -> bool: return spec.folder in self and dict.__getitem__(self, spec.folder)['status'] == 'done'
     def by_name(self, specs: list[Spec]) -> dict[str, list[dict]]:
@@ -57,15 +54,12 @@ class Results(dict):
     @property
     def complete(self) -> bool: return all(self.done(s) for s in self.specs)
     def status(self) -> str:
-        n = len(self.specs); ok = sum(self.done(s) for s in self.specs)
+        ok, n, away = sum(map(self.done, self.specs)), len(self.specs), {f for f, _ in self.elsewhere}
         inc = [s.folder for s in self.specs if s.folder in self and not self.done(s)]
-        out = f'{ok}/{n} runs done'
-        if inc: out += f'; {len(inc)} interrupted at the time limit (checkpointed): {", ".join(inc)}'
-        away = {f for f, _ in self.elsewhere}
-        if away: out += f'; {len(away)} running in another process: ' + ', '.join(f'{f} ({who})' for f, who in self.elsewhere)
-        if left := [s.folder for s in self.remaining if s.folder not in away]: out += f'; {len(left)} not started: {", ".join(left)}'
-        if ok < n: out += '. Execute the notebook again to continue.'
-        return out
+        left = [s.folder for s in self.remaining if s.folder not in away]
+        return (f'{ok}/{n} runs done' + (f'; {len(inc)} interrupted at the time limit (checkpointed): {", ".join(inc)}' if inc else '')
+                + (f'; {len(away)} running in another process: ' + ', '.join(f'{f} ({who})' for f, who in self.elsewhere) if away else '')
+                + (f'; {len(left)} not started: {", ".join(left)}' if left else '') + ('. Execute the notebook again to continue.' if ok < n else ''))
 
 # %% ../nbs/05c_plan.ipynb #ccb9b644
 @dataclass
@@ -110,21 +104,15 @@ class Plan:
 
     def run(self, parts=None, *, workers: int = 1, time_limit_s: float | None = None, rerun: bool | Collection[str] = False,
             device=None, margin_s: float | None = None, progress: bool = True, corrupt_ok: bool = False) -> Results:
-        """Execute the missing runs of `parts`; returns their records (and what remains when the time limit hits). A run another
-        process trains now (its folder locked) is left to it and listed in `Results.elsewhere` with the process that holds it,
-        so a report rendered during a campaign does not block. A corrupt record of a run to be
-        trained again (`rerun`, every smoke run) is replaced; any other raises `CorruptRecordError` naming each file once the other
-        runs are done (`corrupt_ok`: listed in `Results.corrupt` instead). `rerun`: True retrains every run of `parts`, a collection of run folders
-        only those (what they extend or need is reused where it has finished)."""
-        t0 = time.time()
+        """Execute the missing runs of `parts` within the time limit (`rerun`: True, or a collection of run folders, trains those again;
+        what they need is reused). A run another process holds is not waited for (`Results.elsewhere`); a corrupt record is replaced
+        by a rerun, else raises `CorruptRecordError` once the rest ran (`corrupt_ok`: listed in `Results.corrupt`)."""
+        t0, specs, device = time.time(), self.specs(parts), str(device or _get_device())
         if self.scale == 'smoke':                  # smoke runs test the code: never served from a cache, but a run another paper's
-            rerun = {s.folder for s in self.specs(parts) if s.home in (None, self.paper)}   # plan owns is reused: that notebook may be reading it now
+            rerun = {s.folder for s in specs if s.home in (None, self.paper)}   # plan owns is reused: that notebook may be reading it now
         def again(s: Spec) -> bool: return rerun is True or bool(rerun) and s.folder in rerun
-        def late() -> bool: return deadline is not None and time.time() >= deadline
-        specs = self.specs(parts)
         margin = margin_s if margin_s is not None else (min(120., 0.05 * time_limit_s) if time_limit_s else 0.)
         deadline = t0 + time_limit_s - margin if time_limit_s is not None else None   # 0: start nothing, read the records
-        device = str(device or _get_device())
         records, remaining, corrupt, todo, elsewhere = {}, [], [], [], []
         for s in specs:
             try: rec = load_record(self.dir(s))
@@ -132,50 +120,43 @@ class Plan:
                 if not again(s): corrupt.append((s, e)); print(f'skipped: {e}', flush=True); continue
                 rec = None                                                  # trained again: the rerun replaces it
             if rec is not None and rec['status'] == 'done' and not again(s): records[s.folder] = _ensure_carried(s, self.dir(s), rec)
-            elif who := _lock_holder(self.dir(s)):   # another process trains it now: not waited for
-                elsewhere.append((s, who)); print(f'{s.folder}: running elsewhere ({who}); not waited for', flush=True)
+            elif who := _lock_holder(self.dir(s)): elsewhere.append((s, who)); print(f'{s.folder}: running elsewhere ({who}); not waited for', flush=True)
             else: todo.append(s)
-        lost = {s.folder for s in specs if s.folder in records and self.derived_missing(s)}
-        if lost and todo:                        # a fresh checkout: what git does not keep is made again, for the runs that read it
-            up = lambda s: [q for r in _requires(s) for q in (r, *up(r))]
-            remake = {r.folder for s in todo for r in up(s) if r.folder in lost}
-            if progress and remake: print(f'made again (its derived files are not on this machine): {", ".join(sorted(remake))}', flush=True)
-            keep = remake | {t.folder for t in todo}
-            todo = [s for s in specs if s.folder in keep]                                # plan order: remade before what reads it
+        up = lambda s: [q for r in _requires(s) for q in (r, *up(r))]   # a fresh checkout: the files a run derives (git does not keep
+        remake = {r.folder for s in todo for r in up(s) if r.folder in records and self.derived_missing(r)}
+        if remake:                                                       # them) are made again, before a run that reads them
+            if progress: print(f'made again (its derived files are not on this machine): {", ".join(sorted(remake))}', flush=True)
+            keep = remake | {t.folder for t in todo}; todo = [s for s in specs if s.folder in keep]   # in plan order
             for f in remake: records.pop(f)
             rerun = rerun if rerun is True else {*(rerun or ()), *remake}
         if progress:
             reused = [s.folder for s in specs if s.folder in records]
             print(f'{self.paper} ({self.scale}): {len(reused)} of {len(specs)} runs reused from their records'
                   + (f' ({", ".join(reused)})' if reused and len(reused) <= 8 else '') + (f', {len(todo)} to run' if todo else ', nothing to run'), flush=True)
+        def ready(s: Spec) -> bool:   # before the deadline, with what it extends or needs done (a branch: its kept checkpoint); else it remains
+            if deadline is not None and time.time() >= deadline or not all(records.get(r.folder, {}).get('status') == 'done' for r in self.requires(s)):
+                remaining.append(s); return False
+            return True
+        def got(s: Spec, rec: dict):
+            records[s.folder] = rec
+            if progress: print(_run_line(rec, s))
         if workers <= 1 or len(todo) <= 1:
             for s in todo:
-                if late() or not self._ready(s, records): remaining.append(s); continue
-                records[s.folder] = execute(s, self.dir(s).parent, deadline=deadline, rerun=again(s), device=device)
-                if progress: print(_run_line(records[s.folder], s))
+                if ready(s): got(s, execute(s, self.dir(s).parent, deadline=deadline, rerun=again(s), device=device))
         else:
             local = sorted({_fn_name(s.fn) for s in todo if s.fn.__module__ == '__main__'})
             if local: raise ValueError(f'worker processes cannot import {local}: export experiment functions to a module (or use workers=1)')
-            ngpu = torch.cuda.device_count() if device.startswith('cuda') else 0
-            with ProcessPoolExecutor(workers, mp_context=mp.get_context('spawn'), initializer=_worker_init, initargs=(None if ngpu else 1,)) as ex:
+            ngpu = torch.cuda.device_count() if device.startswith('cuda') else 0   # worker i: GPU i mod their number; on a CPU one thread
+            with ProcessPoolExecutor(workers, mp_context=mp.get_context('spawn'), initializer=None if ngpu else torch.set_num_threads, initargs=() if ngpu else (1,)) as ex:
                 for wave in self._waves(todo):
-                    futs = {}
-                    for i, s in enumerate(wave):
-                        if late() or not self._ready(s, records): remaining.append(s); continue
-                        dev = f'cuda:{i % ngpu}' if ngpu else device
-                        futs[ex.submit(_worker_run, s, str(self.dir(s).parent), deadline, again(s), dev)] = s
-                    for f in as_completed(futs):
-                        s = futs[f]; records[s.folder] = f.result()
-                        if progress: print(_run_line(records[s.folder], s))
-        res = Results(specs, {s.folder: records[s.folder] for s in specs if s.folder in records}, remaining + [s for s, _ in elsewhere + corrupt])
-        res.corrupt, res.elsewhere = [s.folder for s, _ in corrupt], [(s.folder, who) for s, who in elsewhere]
+                    futs = {ex.submit(_worker_run, s, str(self.dir(s).parent), deadline, again(s), f'cuda:{i % ngpu}' if ngpu else device): s
+                            for i, s in enumerate(wave) if ready(s)}
+                    for f in as_completed(futs): got(futs[f], f.result())
+        res = Results(specs, {s.folder: records[s.folder] for s in specs if s.folder in records}, remaining + [s for s, _ in elsewhere + corrupt],
+                      [s.folder for s, _ in corrupt], [(s.folder, who) for s, who in elsewhere])
         if progress and not res.complete: print(res.status())
         if corrupt and not corrupt_ok: raise CorruptRecordError('\n'.join(str(e) for _, e in corrupt))
         return res
-
-    def _ready(self, s: Spec, records: dict) -> bool:
-        "Whether everything `s` extends or needs has finished (or, for a branch, kept its checkpoint)."
-        return all(records.get(r.folder, {}).get('status') == 'done' for r in self.requires(s))
 
     def _waves(self, todo: list[Spec]) -> list[list[Spec]]:
         "Split runs into waves so that a run goes after the runs it extends or needs."
@@ -214,22 +195,17 @@ def _run_item(it: str) -> tuple[str, int]:
 # %% ../nbs/05c_plan.ipynb #654b5cb1
 @patch
 def select(self: Plan, items: list[str]) -> Plan:
-    """The plan of the runs named `'name:seed'` (or `'label:seed'`, or by their folder) in `items`, in that order, as one part
-    'selected'; unknown names fail with the valid ones. A name two parts share (a former recipe's runs kept beside the new ones) means the first part's run;
-    the other answers to its label. A run a part lists comes before one only reached as what another extends or needs (a longer
-    run keeps the name of the run it goes on from)."""
+    """The plan of the runs named `'name:seed'` (or `'label:seed'`, or their folder) in `items`, in that order, as one part 'selected'; an
+    unknown name fails with the valid ones. A name means the first part's run of it, before one only reached as what another needs."""
     by = {}
     for s in [s for p in self.part_names() for s in self.parts[p]] + self.specs():
         for n in dict.fromkeys((s.row, s.name)): by.setdefault((n, s.seed), s)   # a borrowed run answers to its name and its label
-    names = sorted({n for n, _ in by})
-    out = []
+    names, out = sorted({n for n, _ in by}), []
     for name, seed in map(_run_item, items):
         if _RUN_FOLDER.match(name):
             if (s := self.by_folder(name)) is None: raise ValueError(f'no run of {self.paper} ({self.scale}) has the folder {name!r}')
-            out.append(s); continue
-        if name not in names: raise ValueError(f"unknown run name {name!r} in {self.paper} ({self.scale}); valid names: {', '.join(names)}")
-        s = by.get((name, seed))
-        if s is None: raise ValueError(f"{name} has no seed {seed} in this plan; its seeds: {sorted(k[1] for k in by if k[0] == name)}")
+        elif name not in names: raise ValueError(f"unknown run name {name!r} in {self.paper} ({self.scale}); valid names: {', '.join(names)}")
+        elif (s := by.get((name, seed))) is None: raise ValueError(f"{name} has no seed {seed} in this plan; its seeds: {sorted(k[1] for k in by if k[0] == name)}")
         out.append(s)
     return Plan(self.paper, self.scale, {'selected': out}, root=self.root)
 
@@ -245,8 +221,7 @@ def paper_plan(paper: str, scale: str, seeds: list[int], data_path: str | None =
 
 # %% ../nbs/05c_plan.ipynb #d5e5e589
 def _named(paper: str, scale: str, items: list[str], seeds: list[int] | None = None, data_path: str | None = None) -> Plan:
-    """The runs `'name:seed'` (or run folders) of `memlm.<paper>`'s plan at `scale` as one part 'selected', the plan built for
-    `seeds` (None: the seeds named), so that a seed the plan does not have is refused."""
+    "The runs `items` of `paper`'s plan at `scale`, the plan built for `seeds` (None: the seeds named): a seed it lacks is refused."
     seeds = sorted(set(seeds)) if seeds is not None else sorted({seed for _, seed in map(_run_item, items)})
     return paper_plan(paper, scale, seeds, data_path).select(items)
 
@@ -259,18 +234,14 @@ def _copy_checkpoints(files: list[Path], ck: Path, tmp: Path) -> bool:
     return stamp() == before
 
 def _park(run_dir, tries: int = 5) -> dict:
-    """Copy the checkpoints of the unfinished run in folder `run_dir` into `<run_dir>/parked/` (whole or not at all); {file: bytes}.
-    A run still training can be parked too: its checkpoints as of its last epoch end (copied again when it rewrote one meanwhile),
-    so that a machine lost mid-session costs only the epochs since."""
-    d = Path(run_dir); rec = load_record(d); ck = ckpt_home(d)
+    "Copy the checkpoints of the unfinished (maybe still training) run in `run_dir` into `<run_dir>/parked/`, whole or not at all; {file: bytes}."
+    d = Path(run_dir); rec = load_record(d); ck = ckpt_home(d); tmp = d/'.parked.tmp'
     if rec is not None and rec['status'] == 'done': raise ValueError(f"{d.name}: finished, nothing to park")
     files = sorted(ck.rglob('*.pt'), key=lambda f: (str(f.parent), f.name != 'last.pt', f.name)) if ck.exists() else []
     if not files: raise FileNotFoundError(f'{d.name}: never run, nothing to park' if rec is None else
                                           f'{d.name}: no checkpoint under {ck} (it trained on another machine?)')
-    tmp = d/'.parked.tmp'
-    for _ in range(tries):
-        if _copy_checkpoints(files, ck, tmp): break
-    else: shutil.rmtree(tmp, ignore_errors=True); raise RuntimeError(f'{d.name}: its checkpoints changed during each of {tries} copies')
+    if not any(_copy_checkpoints(files, ck, tmp) for _ in range(tries)):
+        shutil.rmtree(tmp, ignore_errors=True); raise RuntimeError(f'{d.name}: its checkpoints changed during each of {tries} copies')
     if (load_record(d) or {}).get('status') == 'done':                 # it finished while we copied: nothing left to park
         shutil.rmtree(tmp, ignore_errors=True); raise ValueError(f"{d.name}: finished, nothing to park")
     shutil.rmtree(d/'parked', ignore_errors=True); os.replace(tmp, d/'parked')
@@ -302,9 +273,8 @@ def _run_hours(r: dict) -> float | None:
 
 # %% ../nbs/05c_plan.ipynb #d7fd3442
 def _hours_left(r: dict, from_start: bool = False) -> float | None:
-    """Hours an interrupted run still needs, from its own record: the wall time per epoch so far times the epochs its started stages
-    have left (`from_start`: all their epochs, for a run whose checkpoints are not on this machine; a stage not yet started adds
-    nothing, so a fine-tuned run's figure is a floor); None without a stage record."""
+    """Hours an interrupted run needs, from its record: wall time per epoch so far x the epochs its started stages have left (`from_start`:
+    all their epochs, its checkpoints not here; a stage not started adds nothing: a floor); None without a stage record."""
     st = r.get('stages') or []
     done, left = sum(x.get('epochs') or 0 for x in st), sum(max((x.get('epoch_cap') or 0) - (x.get('epochs') or 0), 0) for x in st)
     return r['wall_time_s'] / done * (left + done * from_start) / 3600 if done and left and r.get('wall_time_s') else None
@@ -315,14 +285,11 @@ def _epoch_cap(spec: Spec) -> int | None:
     return getattr(spec.cfg, 'epochs', None) or getattr(getattr(spec.cfg, 'train', None), 'epochs', None)
 
 def _former_hours(d: Path, spec: Spec) -> float | None:
-    """Hours a run not started may need, read off finished runs of the same name and function under other keys beside its folder `d`
-    or in the archive (a former recipe's) that trained on a CPU: the median of their hours per epoch times this run's epochs where
-    both are known, else of their hours; None without one."""
+    "Median hours (per epoch x this run's epochs where known) of finished CPU runs of its name and function under other keys, beside `d` or archived."
     est = []
     for f in [*d.parent.glob(f'{spec.name}-s*-*'), *(d.parent.parent/'archive').glob(f'{spec.name}-s*-*')]:
-        if f.name.rsplit('-', 1)[-1] == spec.key: continue                  # its own key: its seeds count as such
-        r = _readable(f)
-        if r.get('status') != 'done' or r.get('fn') != _key_name(spec.fn): continue
+        r = _readable(f)                                                   # its own key's seeds count as such
+        if f.name.rsplit('-', 1)[-1] == spec.key or r.get('status') != 'done' or r.get('fn') != _key_name(spec.fn): continue
         if device_kind((r.get('provenance') or {}).get('device')) != 'cpu' or not (h := _run_hours(r)): continue
         est.append(h / r['epochs'] * cap if r.get('epochs') and (cap := _epoch_cap(spec)) else h)
     return statistics.median(est) if est else None
@@ -331,8 +298,7 @@ def _former_hours(d: Path, spec: Spec) -> float | None:
 TRAIN_TOKENS = {'ptb': 929_589, 'wikitext-2': 2_088_628}   # training tokens with <eos>: the train file's words plus its lines
 
 def _speed_key(c: dict) -> str | None:
-    """What a run's speed is matched on, from its config as a record holds it: the model, the batch size, the BPTT and every other
-    part it adds (a span buffer, phrases: the config's other non-empty sections); None without a model, batch size and BPTT."""
+    "What a run's speed is matched on (a record's config): its model, batch size, BPTT and every other non-empty section (a buffer, phrases)."
     t = c.get('train') if isinstance(c.get('train'), dict) else c
     if not isinstance(c.get('model'), dict) or t.get('batch_size') is None or t.get('bptt') is None: return None
     plain = lambda d: {k: v for k, v in d.items() if k != '_type'}
@@ -340,12 +306,10 @@ def _speed_key(c: dict) -> str | None:
     return json.dumps([plain(c['model']), t['batch_size'], t['bptt'], parts], sort_keys=True)
 
 def _gpu_paces(results: Path) -> dict[str, list[dict]]:
-    """{speed key: paces} from every finished record under `results` (all scales and papers) that ran on a GPU: a trained run's hours
-    per epoch (`h_epoch`), or a throughput record's training tokens/s of the model (`tps`), each with its device."""
+    "{speed key: paces} of the finished GPU records under `results`: a trained run's hours per epoch (`h_epoch`) or a throughput record's `tps`."
     out = {}
     for f in Path(results).glob('*/*/runs/*/record.json'):
-        r = _readable(f.parent)
-        dev = (r.get('provenance') or {}).get('device')
+        r = _readable(f.parent); dev = (r.get('provenance') or {}).get('device')
         if r.get('status') != 'done' or device_kind(dev) != 'gpu' or not (k := _speed_key(r.get('config') or {})): continue
         m = r.get('metrics') if isinstance(r.get('metrics'), dict) else {}
         if r.get('epochs') and r.get('train_time_s'): out.setdefault(k, []).append(dict(h_epoch=r['train_time_s'] / 3600 / r['epochs'], device=dev))
@@ -353,21 +317,17 @@ def _gpu_paces(results: Path) -> dict[str, list[dict]]:
     return out
 
 def _gpu_hours(spec: Spec, paces: dict) -> tuple[float, str] | None:
-    """(hours, where from) a run may need on one GPU, from `_gpu_paces`: runs of the same model, batch and BPTT (median hours per epoch
-    x this run's epochs), else a throughput record of it (its tokens/s over this run's training tokens x its epochs: an extrapolation
-    that leaves evaluation out); None without either, or without the run's epochs."""
+    "(hours, where from) on one GPU from `_gpu_paces`: the median hours per epoch of its model's runs, else its tokens/s, x its epochs; or None."
     c = _config_dict(spec.cfg); cap = _epoch_cap(spec); ps = paces.get(_speed_key(c) or '', [])
     if not cap or not ps: return None
     if hs := [p['h_epoch'] for p in ps if 'h_epoch' in p]:
         return statistics.median(hs) * cap, f"a run of the same model on {ps[0]['device']}"
     if (n := TRAIN_TOKENS.get(c.get('corpus'))) and (ts := [p['tps'] for p in ps if 'tps' in p]):
         return n / statistics.median(ts) / 3600 * cap, f"extrapolated: the same model's training tokens/s on {ps[0]['device']} (evaluation not counted)"
-    return None
 
 # %% ../nbs/05c_plan.ipynb #c8d3383b
 class GpuBasis(NamedTuple):
-    """Where a gpu-scale run's hours on one GPU are extrapolated from: a timed run's fastest logged epoch (the one least shared
-    with other runs on its GPU; of several runs, the fastest of theirs) x `factor` x the epochs counted; `why` says what the factor is."""
+    "Where a gpu-scale run's hours on one GPU come from: a timed run's fastest logged epoch (the least shared) x `factor` x the epochs."
     ref: str | tuple[str, ...]         # the timed run's folder under the results root: '<scale>/<paper>/runs/<run>' (or '.../archive/<run>'), or several
     factor: float | Callable = 1.      # this run's epoch over the reference's: a number, or a function of the results root (a record's ratio)
     why: str = 'the same model, batch and BPTT'
@@ -375,15 +335,8 @@ class GpuBasis(NamedTuple):
 
 GPU_BUDGET_MIN = 8.   # a gpu-scale run's training alone on one H100, in minutes: what each paper's gpu configuration is chosen to fit
 
-def _fastest_epoch(d: Path) -> tuple[float, str] | None:
-    "(seconds, device) of the fastest training epoch logged in run folder `d` (`train.log.jsonl`); None without a logged epoch."
-    ts = [e['time_s'] for e in run_log(d) if 'epoch' in e and e.get('time_s')]
-    if not ts: return None
-    return min(ts), (_readable(d).get('provenance') or {}).get('device') or 'a GPU'
-
 def _basis_of(spec: Spec, table: dict) -> GpuBasis | None:
-    """A run's entry of a paper's `GPU_BASIS` table: its name (or its row, the label a plan that borrows it gives), else the longest
-    key its name starts with, else the key '*'; an entry that is a function of the run gives its `GpuBasis`."""
+    "A run's entry of a `GPU_BASIS` table: its name or row, else the longest key its name starts with, else '*'; a function of the run gives it."
     for k in (spec.name, spec.row):
         if k in table: b = table[k]; break
     else:
@@ -392,25 +345,20 @@ def _basis_of(spec: Spec, table: dict) -> GpuBasis | None:
     return b(spec) if callable(b) else b   # an entry may be a function of the run (runs of one name on two corpora)
 
 def basis_hours(spec: Spec, table: dict, root: Path) -> tuple[float, str] | None:
-    """(hours, where from) of `spec` on one GPU by its `GpuBasis` in `table` (a paper's `GPU_BASIS`, `_basis_of`) over the records
-    under `root`; None where it has none, or its reference runs or epochs are missing."""
+    "(hours, where from) of `spec` on one GPU by its `GpuBasis` in `table` over the records under `root`; None without one or its timings."
     if (basis := _basis_of(spec, table)) is None: return None
-    refs = [basis.ref] if isinstance(basis.ref, str) else basis.ref
-    timed = [(fe, ref) for ref in refs if (fe := _fastest_epoch(Path(root)/ref))]
-    n = basis.epochs or _epoch_cap(spec)
-    if not n or not timed: return None
-    (s, dev), ref = min(timed, key=lambda t: t[0][0]); f = basis.factor(Path(root)) if callable(basis.factor) else basis.factor
-    return s * f * n / 3600, (f"extrapolated: {n} epochs x {s:.1f} s (the fastest epoch of {Path(ref).name} on {dev})"
-                              + (f" x {f:.2f}" if f != 1 else '') + f": {basis.why}")
+    fastest = lambda d: min([e['time_s'] for e in run_log(d) if 'epoch' in e and e.get('time_s')], default=None)
+    timed = [(t, Path(root)/ref) for ref in ([basis.ref] if isinstance(basis.ref, str) else basis.ref) if (t := fastest(Path(root)/ref))]
+    if not (n := basis.epochs or _epoch_cap(spec)) or not timed: return None
+    (s, d), f = min(timed, key=lambda t: t[0]), basis.factor(Path(root)) if callable(basis.factor) else basis.factor
+    dev = (_readable(d).get('provenance') or {}).get('device') or 'a GPU'
+    return s * f * n / 3600, (f"extrapolated: {n} epochs x {s:.1f} s (the fastest epoch of {d.name} on {dev})" + (f" x {f:.2f}" if f != 1 else '') + f": {basis.why}")
 
 # %% ../nbs/05c_plan.ipynb #dbedbdd6
 @patch
 def status_rows(self: Plan, parts=None, problems: list | None = None) -> list[dict]:
-    """One row per run of `parts` (default all, with what they need), read from disk: done, incomplete or not started, with epochs
-    and why it stopped; a run not done has `est_h`: what its own interrupted record says it has left (`_hours_left`), else the median
-    hours of the same run's finished seeds, else what a former run of its name took on a CPU (`_former_hours`), at gpu and paper scale what
-    runs of the same model took on a GPU (`_gpu_hours`), else None; at gpu scale its paper's `GPU_BASIS` (`basis_hours`: alone on one
-    GPU) comes first, and a run without any is 'unknown: never timed on a GPU'; `est_from` says which."""
+    """A row per run of `parts` (with what they need), read from disk: its status, epochs and why it stopped; a run not done has `est_h` from
+    (`est_from`) its own log, else at gpu scale its paper's `GPU_BASIS`, its finished seeds, a former CPU run of its name, a GPU timing."""
     rows, hours, specs, when = [], {}, self.specs(parts), {}
     paces = _gpu_paces(self.root.parents[2]) if self.scale in ('gpu', 'paper') else {}   # the GPU records beside this plan's results
     for s in specs:
@@ -420,19 +368,18 @@ def status_rows(self: Plan, parts=None, problems: list | None = None) -> list[di
             r = dict(status='corrupt')
             if problems is None: print(e, flush=True)
             elif str(e) not in problems: problems.append(str(e))    # each file once (`problems`: the caller says them)
-        st, here, parked = r.get('status'), ckpt_home(d).exists(), (d/'parked').is_dir()
+        st, here, parked, prov = r.get('status'), ckpt_home(d).exists(), (d/'parked').is_dir(), r.get('provenance') or {}
         lost = st == 'incomplete' and not here and not parked                       # checkpoints elsewhere
         if st in ('done', 'corrupt'): status = st
         elif st == 'incomplete' and not here: status = f"incomplete ({'checkpoints not here: starts over' if lost else 'parked: resumes here'})"
         elif who := _lock_holder(d): status = f'running ({who})'
         else: status = st or ('interrupted (checkpointed)' if here else 'parked (resumes here)' if parked else 'not started')
         if status == 'done' and (h := _run_hours(r)): hours.setdefault(s.name, []).append(h)
-        if status == 'done' and (date := (r.get('provenance') or {}).get('date')): when[s.folder] = datetime.fromisoformat(date)
-        rows.append(dict(run=s.folder, home=s.home or self.paper, status=status,
-                         epochs=r.get('epochs') if status == 'done' else (_logged_epochs(d) if d.exists() else None),
+        if status == 'done' and prov.get('date'): when[s.folder] = datetime.fromisoformat(prov['date'])
+        est = None if status == 'done' else _hours_left(r, from_start=lost)
+        rows.append(dict(run=s.folder, home=s.home or self.paper, status=status, epochs=r.get('epochs') if status == 'done' else (_logged_epochs(d) if d.exists() else None),
                          stopped=r.get('stop_reason'), train_h=round(r['train_time_s'] / 3600, 2) if r.get('train_time_s') else None,
-                         est_h=(est := None if status == 'done' else _hours_left(r, from_start=lost)), device=(r.get('provenance') or {}).get('device'),
-                         est_from='its own log' if est else None))
+                         est_h=est, device=prov.get('device'), est_from='its own log' if est else None))
     for row, s in zip(rows, specs):
         if row['status'] == 'done' or row['est_h'] is not None: pass
         elif self.scale == 'gpu' and (g := basis_hours(s, getattr(_plan_module(s.home or self.paper), 'GPU_BASIS', {}), self.root.parents[2])):
@@ -442,28 +389,27 @@ def status_rows(self: Plan, parts=None, problems: list | None = None) -> list[di
         elif g := _gpu_hours(s, paces): row['est_h'], row['est_from'] = g
         elif self.scale == 'gpu': row['est_from'] = 'unknown: never timed on a GPU'
         if row['est_h']: row['est_h'] = round(row['est_h'], 2)
-        # a run made from a need that was trained again after it: its numbers are the old need's
         newer = [r.folder for r in s.needs if s.folder in when and when.get(r.folder, when[s.folder]) > when[s.folder]]
-        if newer: row['status'] = f"stale ({', '.join(newer)} finished after it; RERUN=1)"
+        if newer: row['status'] = f"stale ({', '.join(newer)} finished after it; RERUN=1)"   # made from a need trained again since
     return rows
 
 # %% ../nbs/05c_plan.ipynb #714affa7
 def _plan_status(paper: str, scale: str, seeds=(0, 1, 2), data_path: str | None = None, parts=None) -> str:
-    "Where `memlm.<paper>`'s plan at `scale` stands (for `seeds`): a markdown table of its runs and the counts (`make status`)."
+    "Where `paper`'s plan at `scale` stands (for `seeds`): a markdown table of its runs, the counts and the hours left (`make status`)."
     problems = []
     rows = paper_plan(paper, scale, list(seeds), data_path).status_rows(parts, problems)
     n = {k: sum(r['status'] == k for r in rows) for k in dict.fromkeys(r['status'] for r in rows)}
     left = [r for r in rows if r['status'] != 'done']
     est = sum(r['est_h'] for r in left if r['est_h']); unknown = sum(not r['est_h'] for r in left)
-    eta = ((f"; left: about {est:.1f} h for {len(left) - unknown} runs (one process each, from `est_from`: a run's own log, its finished seeds, a former run of its name on a CPU, or a GPU timing)"
-            + (f", {unknown} without an estimate" if unknown else '')) if unknown < len(left) else f'; {len(left)} left, without an estimate') if left else ''
+    eta = '' if not left else f'; {len(left)} left, without an estimate' if unknown == len(left) else (
+        f"; left: about {est:.1f} h for {len(left) - unknown} runs (one process each, from `est_from`: a run's own log, its finished seeds, "
+        "a former run of its name on a CPU, or a GPU timing)" + (f", {unknown} without an estimate" if unknown else ''))
     return ((markdown_table(rows, list(rows[0])) if rows else '_no runs_\n') + ''.join(f'\n{p}' for p in problems)
             + f"\n{paper} ({scale}): " + ', '.join(f'{v} {k}' for k, v in n.items()) + eta)
 
 # %% ../nbs/05c_plan.ipynb #36775b48
 def plan_progress(plan: Plan, res: Results | None = None) -> dict:
-    """How far `plan` is: `done` of its `total` runs (all parts, with what they extend or need) finished, in `res` or on disk;
-    `waiting`: part -> its runs not done (parts with none left out); `banner`: the line a report opens with ('' when all are done)."""
+    "How far `plan` is: `done` of `total` runs (in `res` or on disk), `waiting` (part -> runs not done) and the `banner` a report opens with."
     specs = plan.specs()
     ok = {s.folder for s in specs if res is not None and res.done(s) or _readable(plan.dir(s)).get('status') == 'done'}
     waiting = {p: n for p in plan.parts if (n := sum(s.folder not in ok for s in plan.specs([p])))}
@@ -475,9 +421,8 @@ def plan_progress(plan: Plan, res: Results | None = None) -> dict:
 def mean_sd(xs) -> tuple[float, float]:
     "Mean and sample standard deviation (0 for one value); with a non-finite value (a diverged run) the mean says so and the sd is NaN."
     xs = [float(x) for x in xs]
-    if not xs: return (float('nan'), float('nan'))
-    if not all(map(math.isfinite, xs)): return sum(xs) / len(xs), (float('nan') if len(xs) > 1 else 0.)
-    return statistics.mean(xs), statistics.stdev(xs) if len(xs) > 1 else 0.
+    if len(xs) < 2: return (xs[0], 0.) if xs else (math.nan, math.nan)
+    return (statistics.mean(xs), statistics.stdev(xs)) if all(map(math.isfinite, xs)) else (sum(xs) / len(xs), math.nan)
 
 def aggregate(metrics: list[dict], keys=None) -> dict:
     "`{key: dict(mean, sd, n)}` over a list of metric dicts (numeric keys present in all of them)."
@@ -489,9 +434,7 @@ def aggregate(metrics: list[dict], keys=None) -> dict:
 def paired_diff(name: str, a: dict[int, dict], b: dict[int, dict], key: str, relative: bool = False) -> dict:
     "`name`, `name_std`, `name_n`: over the seeds both rows have, `a[seed][key] - b[seed][key]` (relative: `100 (a/b - 1)`); {} if none."
     d = [100 * (a[s][key] / b[s][key] - 1) if relative else a[s][key] - b[s][key] for s in a if s in b]
-    if not d: return {}
-    mu, sd = mean_sd(d)
-    return {name: mu, f'{name}_std': sd, f'{name}_n': len(d)}
+    return {**dict(zip((name, f'{name}_std'), mean_sd(d))), f'{name}_n': len(d)} if d else {}
 
 def row_metrics(row: str, metrics: list[dict], keys=None) -> dict:
     "Aggregated metrics flattened for a record: `<row>/<key>`, `<row>/<key>_std`, `<row>/<key>_n`."
@@ -512,8 +455,7 @@ def fmt_ms(metrics: dict, key: str, digits: int = 1, unit: str = '') -> str:
     return f'{num(v, digits)}{unit}' + (' (1 seed)' if n == 1 else '')
 
 def fmt_change(metrics: dict, key: str, digits: int = 2, unit: str = ' %', words: tuple = ('lower', 'higher')) -> str:
-    """A signed change `<key>` of a record as words: '1.45 % higher (sd 0.22, 3 seeds)', its sign read as `words` (below zero,
-    else); '(not run)' when absent. `words=('higher', 'lower')` for a gain (a positive gain lowers perplexity)."""
+    "A signed change `<key>` as words: '1.45 % higher (sd 0.22, 3 seeds)', its sign read as `words` (below zero, else); '(not run)' when absent."
     v, sd, n = metrics.get(key), metrics.get(f'{key}_std'), metrics.get(f'{key}_n')
     if v is None or not math.isfinite(float(v)): return '(not run)' if v is None else _diverged(n)
     return f'{num(abs(v), digits)}{unit} {words[v >= 0]}' + (f' (sd {num(sd, digits)}, {n} seeds)' if n and n > 1 else ' (1 seed)' if n == 1 else '')
@@ -532,8 +474,7 @@ class _Curve(list):
         return ax
 
 def matched_epochs(plan: 'Plan', a: list[Spec], b: list[Spec], key: str = 'val_ppl', relative: bool = True, stage: str = 'train') -> _Curve:
-    """Per epoch, `b − a` on validation paired by seed (relative: `100 (b/a − 1)`): epoch, mean, sd, n, lo, hi (95 % t-interval),
-    over the seeds both arms have logged that far; `.plot(label)` draws them. `a`, `b`: the specs of the two arms (one per seed)."""
+    "Per epoch, `b − a` on validation paired by seed (relative: `100 (b/a − 1)`) over the seeds both arms (specs) logged: mean, sd, n, 95 % t-interval."
     from memlm.stats import _t_interval
     def curve(s): return {h['epoch']: h[key] for h in run_log(plan.dir(s), stage) if key in h}
     A, B = {s.seed: curve(s) for s in a}, {s.seed: curve(s) for s in b}
