@@ -506,7 +506,25 @@ def execute(spec: Spec, root: Path, *, deadline: float | None = None, rerun: boo
     with _run_lock(d):
         rec = record()                                                 # what the process we waited for left
         if rec is not None and rec['status'] == 'done' and not rerun: return rec
-        return _execute_locked(spec, root, d, rec, deadline, rerun, device)
+        if rec is None or rec['status'] != 'done': return _execute_locked(spec, root, d, rec, deadline, rerun, device)
+        (w := d/'rerun').mkdir(exist_ok=True)                          # a finished run trained again: beside its record, which stays
+        new = _execute_locked(spec, root, w, _readable_or_none(w), deadline, False, device, replaced=rec)   # until the rerun finishes
+        if new['status'] == 'done': _promote(w, d)
+        return new
+
+def _readable_or_none(d: Path) -> dict | None:
+    try: return load_record(d)
+    except CorruptRecordError: return None                             # an unreadable rerun's record: it starts over
+
+def _promote(w: Path, d: Path):
+    "A finished rerun's files (in `w`, `d/rerun`) replace the run folder `d`'s, its record last; its checkpoints the run's."
+    ck_w, ck_d = ckpt_home(w), ckpt_home(d)
+    for f in d.iterdir():
+        if f.name not in ('.lock', 'rerun', 'record.json'): shutil.rmtree(f) if f.is_dir() else f.unlink()
+    shutil.rmtree(ck_d, ignore_errors=True)
+    for f in sorted(w.iterdir(), key=lambda f: f.name == 'record.json'): os.replace(f, d/f.name)
+    if ck_w.exists(): shutil.move(ck_w, ck_d)                         # checkpoints kept elsewhere ($MEMLM_CKPT)
+    w.rmdir()
 
 def _same_numbers(a, b, rel: float = 1e-9) -> bool:
     "Whether two runs' metrics agree but for their timings (a key with 'time' in it, or ending in '_s'): floats to `rel`."
@@ -527,9 +545,9 @@ def _trained_by(prev: dict, rec: dict, stages: list[dict]) -> list[dict]:
     return (before or []) + [dict(commit=p.get('commit'), dirty=p.get('dirty'), date=p.get('date'), device=p.get('device'),
                                   stages={f['stage']: f.get('epochs') for f in stages})]
 
-def _execute_locked(spec, root, d, rec, deadline, rerun, device) -> dict:
+def _execute_locked(spec, root, d, rec, deadline, rerun, device, replaced: dict | None = None) -> dict:
     ck, keep = ckpt_home(d), ('metrics', 'epochs', 'best_epoch', 'stop_reason', 'train_time_s', 'provenance')   # what a rerun keeps of the finish it replaces
-    replaces = {k: rec.get(k) for k in keep} if rerun and rec and rec['status'] == 'done' else (rec or {}).get('replaces')   # (or an unfinished rerun kept)
+    replaces = {k: replaced.get(k) for k in keep} if replaced else (rec or {}).get('replaces')   # (`replaced`), or what an unfinished rerun kept
     if rerun:
         for f in d.iterdir():
             if f.name != '.lock': shutil.rmtree(f) if f.is_dir() else f.unlink()

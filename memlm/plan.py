@@ -234,8 +234,11 @@ def _copy_checkpoints(files: list[Path], ck: Path, tmp: Path) -> bool:
     return stamp() == before
 
 def _park(run_dir, tries: int = 5) -> dict:
-    "Copy the checkpoints of the unfinished (maybe still training) run in `run_dir` into `<run_dir>/parked/`, whole or not at all; {file: bytes}."
-    d = Path(run_dir); rec = load_record(d); ck = ckpt_home(d); tmp = d/'.parked.tmp'
+    """Copy the checkpoints of the unfinished (maybe still training) run in `run_dir` into `<run_dir>/parked/`, whole or not at all; {file: bytes}.
+    A finished run trained again parks its rerun (`<run_dir>/rerun/parked/`)."""
+    d = Path(run_dir); rec = load_record(d)
+    if rec is not None and rec['status'] == 'done' and (d/'rerun').is_dir(): d = d/'rerun'; rec = load_record(d)
+    ck, tmp = ckpt_home(d), d/'.parked.tmp'
     if rec is not None and rec['status'] == 'done': raise ValueError(f"{d.name}: finished, nothing to park")
     files = sorted(ck.rglob('*.pt'), key=lambda f: (str(f.parent), f.name != 'last.pt', f.name)) if ck.exists() else []
     if not files: raise FileNotFoundError(f'{d.name}: never run, nothing to park' if rec is None else
