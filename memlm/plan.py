@@ -381,7 +381,7 @@ def status_rows(self: Plan, parts=None, problems: list | None = None) -> list[di
         if status == 'done' and prov.get('date'): when[s.folder] = datetime.fromisoformat(prov['date'])
         est = None if status == 'done' else _hours_left(r, from_start=lost)
         rows.append(dict(run=s.folder, home=s.home or self.paper, status=status, epochs=r.get('epochs') if status == 'done' else (_logged_epochs(d) if d.exists() else None),
-                         stopped=r.get('stop_reason'), train_h=round(r['train_time_s'] / 3600, 2) if r.get('train_time_s') else None,
+                         stopped=r.get('stop_reason') if not (d/'rerun').is_dir() else f"{r.get('stop_reason')}; trained again beside it (RERUN=1 goes on)", train_h=round(r['train_time_s'] / 3600, 2) if r.get('train_time_s') else None,
                          est_h=est, device=prov.get('device'), est_from='its own log' if est else None))
     for row, s in zip(rows, specs):
         if row['status'] == 'done' or row['est_h'] is not None: pass
