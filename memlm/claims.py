@@ -5,8 +5,10 @@
 # %% ../nbs/05b_claims.ipynb #cc6d4e9f
 from __future__ import annotations
 import csv, json, math, re
+from collections import Counter
 from pathlib import Path
 from .registry import SCALES, _archived_runs, results_dir, markdown_table, _fmt, _load_result, _json_float
+from .stats import _parse_test, _decide, _family_note, _t_interval
 
 # %% auto #0
 __all__ = ['PAPERS', 'read_claims', 'claim_verdicts', 'headline', 'claim_lines', 'claims_forest', 'unrecorded_claims',
@@ -17,25 +19,15 @@ _CLAIM_COLUMNS = ('claim', 'paper_value', 'result', 'key', 'kind', 'expect', 'to
 
 def read_claims(claims_dir: Path | None = None) -> list[dict]:
     "All rows of `results/claims/*.csv`, with the paper name and the parsed `test` added; missing columns or a bad test raise, naming the row."
-    from memlm.stats import _parse_test
-    claims_dir = Path(claims_dir or results_dir()/'claims')
     rows = []
-    for f in sorted(claims_dir.glob('*.csv')):
+    for f in sorted(Path(claims_dir or results_dir()/'claims').glob('*.csv')):
         with open(f, newline='') as fh:
-            for i, r in enumerate(csv.DictReader(fh)):
-                missing = [c for c in _CLAIM_COLUMNS if c not in r]
-                if missing: raise ValueError(f'{f.name}: missing columns {missing}; expected {", ".join(_CLAIM_COLUMNS)}')
-                where = f'{f.name} row {i + 2}'
-                t = _parse_test(r['kind'], r['expect'], r['tol'], where)
+            for i, r in enumerate(csv.DictReader(fh), 2):
+                if missing := [c for c in _CLAIM_COLUMNS if c not in r]: raise ValueError(f'{f.name}: missing columns {missing}; expected {", ".join(_CLAIM_COLUMNS)}')
+                rows.append(dict(paper=f.stem, **r, test=_parse_test(r['kind'], r['expect'], r['tol'], where := f'{f.name} row {i}')))
                 if r['n'] and not r['n'].isdigit(): raise ValueError(f"{where}: n {r['n']!r} is not a number of seeds")
                 if r.get('scale') and r['scale'] not in SCALES: raise ValueError(f"{where}: scale {r['scale']!r} is not one of {', '.join(SCALES)}")
-                rows.append(dict(paper=f.stem, **r, test=t))
     return rows
-
-def _num(s):
-    try: return float(s)
-    except (TypeError, ValueError): return None
-
 
 # %% ../nbs/05b_claims.ipynb #1f11fdd3
 def _records(c: dict, scales):
@@ -47,15 +39,14 @@ def _records(c: dict, scales):
         if v is not None and not isinstance(v, str): yield s, p, rec, float(v)
 
 def _claim_value(c: dict, scales=('paper', 'gpu', 'cpu'), archived=_archived_runs) -> dict | None:
-    """Ours for claim `c` at the largest scale with a complete record (else a partial one): value, sd, n, scale, partial, unequal,
-    schedule; None when not run. A record made of archived runs (a former recipe's) is not ours any more: see `_former_value`."""
+    "Ours for claim `c` at the largest scale with a complete record of current runs (else a partial one; None: not run), with the schedule its runs trained."
     partial = None
     for s, p, rec, v in _records(c, scales):
-        if archived(rec, c['paper'], s): continue
+        if archived(rec, c['paper'], s): continue   # a former recipe's runs: not ours any more (`_former_value`)
         m, own = rec['metrics'], _claim_runs(c)
         if own and not _run_records(rec, p.parent, own): own = c.get('arms') or ''   # its runs are another paper's: the record's
         o = dict(value=v, sd=_json_float(m.get(f"{c['key']}_std")), n=m.get(f"{c['key']}_n"), scale=s, partial=bool(rec.get('missing')),
-                 unequal=_unequal_schedules(rec, p.parent, c.get('arms') or ''), schedule=_schedule(rec, p.parent, own))   # of the runs it compares
+                 unequal=_unequal_schedules(_run_records(rec, p.parent, c.get('arms') or '')), schedule=_schedule(_run_records(rec, p.parent, own)))
         if not o['partial']: return o   # `missing`: some of the record's runs are unfinished
         partial = partial or o
     return partial
@@ -68,144 +59,106 @@ def _former_value(c: dict, scales=('paper', 'gpu', 'cpu'), archived=_archived_ru
                     f"({', '.join(old[:3])}{', …' if len(old) > 3 else ''})")
     return ''
 
+def _claim_note(c: dict, scale: str) -> str:
+    "The note of claim `c` for a value at `scale`: `note_<scale>` if the CSV has it, the cpu `note` at cpu (and smoke) scale."
+    return c.get(f'note_{scale}') or (c['note'] if scale in ('cpu', 'smoke') else f'({scale} scale: no note yet)')
+
 # %% ../nbs/05b_claims.ipynb #2a05bade
 def _run_records(rec: dict, paper_dir: Path, arms: str = '') -> list[dict]:
-    """The records of the runs behind an aggregated record that are in `paper_dir/runs` (a borrowed run of another paper is not);
-    `arms`: only the runs of those names (space-separated: one comparison's own)."""
+    "The records of the runs behind an aggregated record that are in `paper_dir/runs` (not a borrowed one), only those named in `arms` if any."
     runs = [json.loads(f.read_text()) for f in (paper_dir/'runs'/r/'record.json' for r in rec.get('runs') or []) if f.exists()]
     return [r for r in runs if r.get('name') in arms.split()] if arms.split() else runs
 
 def _claim_runs(c: dict) -> str:
-    """The runs claim `c` compares, space-separated: its declared `arms`, else the run names its `recompute` recipe reads (after
-    '@': `A+B` is two names, `B*` is B; '' when it names none)."""
+    "The runs claim `c` compares: its `arms`, else the names its `recompute` recipe reads after '@' (`A+B`: two names, `B*`: B)."
     if c.get('arms') or '@' not in (c.get('recompute') or ''): return c.get('arms') or ''
     return ' '.join(n.rstrip('*') for t in c['recompute'].split('@', 1)[1].split() if t not in ('/', '-') for n in t.split('+'))
 
-def _schedule(rec: dict, paper_dir: Path, arms: str = '') -> str:
-    """The schedule the runs behind an aggregated record trained (`arms`: those runs only): '28 epochs', '22-25 epochs', or '' (no
-    training); where runs meta-train (`meta_steps` in their metrics), their meta-steps ('25 meta-steps'): what the claim varies."""
-    rs = _run_records(rec, paper_dir, arms)
+def _schedule(runs: list[dict]) -> str:
+    "The schedule `runs` trained, their meta-steps where they meta-train ('25 meta-steps'), else their epochs ('28 epochs', '22-25 epochs'; '' if none trains)."
     span = lambda xs, unit: '' if not xs else f'{xs[0]} {unit}' if len(xs) == 1 else f'{xs[0]}-{xs[-1]} {unit}'
-    if ms := sorted({m['meta_steps'] for r in rs if isinstance(m := r.get('metrics'), dict) and isinstance(m.get('meta_steps'), int)}):
+    if ms := sorted({m['meta_steps'] for r in runs if isinstance(m := r.get('metrics'), dict) and isinstance(m.get('meta_steps'), int)}):
         return span(ms, 'meta-steps')
-    return span(sorted({r['epochs'] for r in rs if isinstance(r.get('epochs'), int) and r['epochs'] > 0}), 'epochs')
+    return span(sorted({r['epochs'] for r in runs if isinstance(r.get('epochs'), int) and r['epochs'] > 0}), 'epochs')
 
 _EARLY_STOPS = ('patience', 'finetune converged', 'time budget', 'callback')   # stop reasons (`memlm.experiment._stop_reason`) other than the cap
 
-def _unequal_schedules(rec: dict, paper_dir: Path, arms: str = '') -> str | None:
-    """Why the runs behind an aggregated record (`arms`: only the runs of those names, space-separated: one comparison's own) did not
-    all train on one schedule: some stopped before their epoch cap by a rule of their own (early stopping on validation, fine-tuning
-    converged, a time budget) and their lengths differ (None: one fixed schedule, or runs that do not train)."""
-    runs = _run_records(rec, paper_dir, arms)
+def _unequal_schedules(runs: list[dict]) -> str | None:
+    "Why `runs` did not train one schedule: some stopped before their cap by a rule of their own, at different lengths (None: one schedule)."
     eps = [r['epochs'] for r in runs if r.get('epochs') is not None]
     early = sum(bool(r.get('stop_reason')) and r['stop_reason'].split(' (')[0] in _EARLY_STOPS for r in runs)
     if not early or len(set(eps)) < 2: return None
     return f"{early} of its {len(runs)} runs stopped before their cap by their own rule (early stopping); {min(eps)}-{max(eps)} epochs"
 
-# %% ../nbs/05b_claims.ipynb #b96f90c3
-def _claim_note(c: dict, scale: str) -> str:
-    "The note of claim `c` for a value at `scale`: `note_<scale>` if the CSV has it, the cpu `note` at cpu (and smoke) scale."
-    if c.get(f'note_{scale}'): return c[f'note_{scale}']
-    return c['note'] if scale in ('cpu', 'smoke') else f'({scale} scale: no note yet)'
-
 # %% ../nbs/05b_claims.ipynb #32099d87
-def _fmt_ours(o: dict, where: str) -> str:
-    if not math.isfinite(float(o['value'])): return f"a run diverged (n={o['n']}, {where})" if o['n'] else f"diverged ({where})"   # inf or nan: no number
-    return _fmt(o['value']) + (f" ± {_fmt(o['sd'])}" if o['sd'] else '') + (f" (n={o['n']}, {where})" if o['n'] else f" ({where})")
-
-def _where(r: dict) -> str:
-    "Where a claim row's value comes from, as the tables say it: its scale, its schedule, and whether it is partial."
-    return r['scale'] + (f", {r['schedule']}" if r.get('schedule') else '') + (', partial' if r.get('partial') else '')
+def _fmt_ours(o: dict) -> str:
+    "Our value as RESULTS.md shows it: mean ± sd, then n, the scale, the schedule and whether partial (a diverged run's: no number)."
+    where = (f"n={o['n']}, " if o['n'] else '') + o['scale'] + (f", {o['schedule']}" if o.get('schedule') else '') + (', partial' if o.get('partial') else '')
+    if not math.isfinite(float(o['value'])): return f"{'a run diverged' if o['n'] else 'diverged'} ({where})"   # inf or nan
+    return _fmt(o['value']) + (f" ± {_fmt(o['sd'])}" if o['sd'] else '') + f" ({where})"
 
 def _fmt_ci(ci) -> str: return f'[{_fmt(ci[0])}, {_fmt(ci[1])}]' if ci else ''
 
 def _results_row(r: dict, common: dict, path: Path) -> dict:
-    """A row of RESULTS.md's tables (`r`: a row of `claim_verdicts`): the claim, its test, the paper's value, ours, the interval, the
-    verdict, the seeds an undecided claim needs (none where its seeds already had the power: its why says so), why (its note only
-    where it is not its scale's `common` one) and its record (linked from `path`)."""
+    "A row of RESULTS.md's tables (`r`: of `claim_verdicts`); its note only where it is not its scale's `common` one, its record linked from `path`."
     rec = results_dir()/r['scale']/r['paper']/f"{r['result']}.json" if r['scale'] else None
-    why = '; '.join(x for x in (r['why'], r['note'] if r['note'] != common.get(r['scale']) else '') if x)
     return {'claim': r['claim'], 'test': f"{r['kind']} {r['expect']}".strip() + (f" (n={r['n_declared']})" if r['n_declared'] else ''),
-            'paper': _fmt(r['paper_value']) if r['paper_value'] is not None else '–', 'ours': '–' if r['value'] is None else _fmt_ours(r, _where(r)),
-            '95% CI': _fmt_ci(r['ci']), 'verdict': _verdict_text(r),
-            'seeds needed': r['seeds_needed'] if r['verdict'] == 'inconclusive' and not r['powered'] else None, 'why': why,
+            'paper': _fmt(r['paper_value']), 'ours': '–' if r['value'] is None else _fmt_ours(r), '95% CI': _fmt_ci(r['ci']), 'verdict': _verdict_text(r),
+            'seeds needed': r['seeds_needed'] if r['verdict'] == 'inconclusive' and not r['powered'] else None,   # none where its seeds had the power
+            'why': '; '.join(x for x in (r['why'], r['note'] if r['note'] != common.get(r['scale']) else '') if x),
             'record': f"[{r['result']}]({rec.relative_to(path.parent)})" if rec and rec.exists() else ''}
 
 # %% ../nbs/05b_claims.ipynb #bfcad848
 _EXCLUSIONS = ('early_stopped',)   # declarable exclusion rules: a comparison whose own runs stopped early at different lengths leaves the family
 
-def _condition(c: dict, o: dict | None, scale: str | None) -> str | None:
-    """Why claim `c`'s declared `condition` ('[<record>:]<metric> <op> <x>' on its own record or another of its paper's, e.g.
-    'full/pou_pct >= 0.1': the state in which its arms can differ) fails at the recorded state, or None (no condition, not run,
-    or it holds)."""
-    import operator, re
-    if not c.get('condition') or o is None: return None
+def _condition(c: dict, o: dict) -> str | None:
+    """Why claim `c`'s declared `condition` ('[<record>:]<metric> <op> <x>', e.g. 'full/pou_pct >= 0.1': the state in which its arms can
+    differ) fails at the recorded state (`o`, of `_claim_value`), or None (no condition, not run, or it holds)."""
+    if not c.get('condition') or not o: return None
     m = re.fullmatch(r'\s*(?:([\w.\-]+):)?([\w/.\-]+)\s*(>=|<=|>|<)\s*(-?[\d.eE+-]+)\s*', c['condition'])
     if not m: raise ValueError(f"{c['paper']}: condition {c['condition']!r} of {c['claim'][:40]!r} is not '[<record>:]<metric> <op> <number>'")
-    result, key, op, x = m.group(1) or c['result'], m.group(2), m.group(3), float(m.group(4))
-    v = _json_float(((_load_result(c['paper'], result, scale) or {}).get('metrics') or {}).get(key))
+    result, key, op, x = m[1] or c['result'], m[2], m[3], float(m[4])
+    v = _json_float(((_load_result(c['paper'], result, o['scale']) or {}).get('metrics') or {}).get(key))
     where = '' if result == c['result'] else f'{result}: '
     if v is None: return f'{where}{key} not recorded, so its condition {key} {op} {x:g} cannot be checked'
-    ok = {'>=': operator.ge, '<=': operator.le, '>': operator.gt, '<': operator.lt}[op](v, x)
-    return None if ok else f'{where}{key} = {v:.3g}, where its declared condition is {key} {op} {x:g}'
-
-def _late(c: dict) -> bool:
-    "Whether claim `c`'s condition was added after its runs: it labels the row beside its verdict instead of making it a reading."
-    return (c.get('condition_declared') or '').strip() == 'after'
-
-def _family_verdicts(cs: list[dict], vals: list, fails: list, posthoc_rule: bool = False) -> list[dict]:
-    """`_decide` over one declared family (`fails`: each claim's failed condition, `_condition`): each claim's exclusion rule applied
-    only where it declared it (`posthoc_rule`: applied to all)."""
-    from memlm.stats import _decide
-    ins = []
-    for c, o, fail in zip(cs, vals, fails):
-        rules = {x.strip() for x in (c.get('exclusion') or '').split(',') if x.strip()}
-        bad = rules - set(_EXCLUSIONS)
-        if bad: raise ValueError(f"{c['paper']}: unknown exclusion rule(s) {sorted(bad)} of {c['claim'][:40]!r}; valid: {', '.join(_EXCLUSIONS)}")
-        ins.append(dict(test=c['test'], paper=_num(c['paper_value']), n_declared=int(c['n']) if c['n'] else None,
-                        value=o and o['value'], sd=o and o['sd'], n=o and o['n'], scale=o and o['scale'],
-                        unequal=o and o.get('unequal') if (posthoc_rule or 'early_stopped' in rules) else None,
-                        construction=f"{c.get('condition_says') or 'true by construction at the recorded state'} ({fail})" if fail and not _late(c) else None,
-                        posthoc='declared after its runs' if (c.get('declared') or '').strip() == 'after' else None))
-    return [i | v for i, v in zip(ins, _decide(ins))]
+    return None if {'>=': v >= x, '<=': v <= x, '>': v > x, '<': v < x}[op] else f'{where}{key} = {v:.3g}, where its declared condition is {key} {op} {x:g}'
 
 def claim_verdicts(paper: str | None = None, scales=('paper', 'gpu', 'cpu')) -> list[dict]:
-    """One row per claim (of `paper`, or all): the paper's value, ours at the largest scale that has run, and the verdict of its
-    declared test (`memlm.stats._decide`, Holm's correction over each declared family: the CSV's `family`, default the paper), its
-    interval, p, why, and the seeds needed. What was declared decides: a claim's exclusion rule (`exclusion`) applies only where it
-    was declared; where a comparison stopped early at unequal lengths without that rule, the verdict with the rule applied to its
-    family is shown beside the declared one as a labelled post-hoc reading (`posthoc`)."""
-    out = []
-    claims = [c for c in read_claims() if paper is None or c['paper'] == paper]
-    for pp in dict.fromkeys(c['paper'] for c in claims):
-        at = lambda c: tuple(s for s in scales if s == c['scale']) if c.get('scale') else scales   # a row about one scale reads that one only
-        for fam in dict.fromkeys((c.get('family') or pp) for c in claims if c['paper'] == pp):
-            cs = [c for c in claims if c['paper'] == pp and (c.get('family') or pp) == fam]
-            vals = [_claim_value(c, at(c)) for c in cs]
-            fails = [_condition(c, o, o and o['scale']) for c, o in zip(cs, vals)]      # each record read once
-            vs = _family_verdicts(cs, vals, fails)
-            alt = _family_verdicts(cs, vals, fails, posthoc_rule=True) if any(o and o.get('unequal') and i['unequal'] is None for o, i in zip(vals, vs)) else vs
-            for c, o, v, a, fail in zip(cs, vals, vs, alt, fails):
-                cond = fail if _late(c) else None                                         # the label of a condition declared after the runs
-                out.append(dict(paper=pp, claim=c['claim'], kind=c['test'].kind, expect=c['expect'], paper_value=v['paper'], value=v['value'],
-                                sd=v['sd'], n=v['n'], n_declared=v['n_declared'], scale=v['scale'] or '',
-                                partial=bool(o and o['partial'] and not (v['n_declared'] and (v['n'] or 1) >= v['n_declared'])),   # its own seeds complete: not partial
-                                note=_claim_note(c, o['scale']) if o else '',
-                                result=c['result'], key=c['key'], unequal=(o or {}).get('unequal'), family=fam,
-                                schedule=(o or {}).get('schedule', ''), **{k: v[k] for k in ('verdict', 'ci', 'p', 'why', 'seeds_needed', 'ratio', 'powered', 'excludes_paper')},
-                                posthoc=(dict(verdict='reading', rule=f"{c.get('condition_says') or 'its condition fails'}: {cond}", why='',
-                                              label=c.get('condition_says') or 'its condition fails') if cond else
-                                         dict(verdict=a['verdict'], rule="early-stopped comparisons out of Holm's family", why=a['why'],
-                                              label="early-stopped comparisons out of Holm's family")
-                                         if a['verdict'] != v['verdict'] else None)))
-                if o is None and (w := _former_value(c, at(c)) or c.get('pending')): out[-1]['why'] = w   # a former recipe's value (said, not counted), or what the row waits for
-                elif (u := out[-1]['unequal']) and v['unequal'] is None and v['p'] is not None:                  # said, though the declaration does not exclude it
-                    out[-1]['why'] = '; '.join(x for x in (v['why'], f'its arms trained for different lengths ({u}); its declaration has no exclusion rule, so its declared test decides') if x)
+    """One row per claim (of `paper`, or all): the paper's value, ours at the largest scale that has run, and its declared test's verdict, interval,
+    p, why and seeds needed (`memlm.stats._decide`, Holm's correction per declared `family`, default the paper). What was declared decides: an
+    exclusion rule applies where it was declared (`exclusion`), and applied where it was not, or a `condition` added after the runs, is a labelled
+    post-hoc reading beside the verdict (`posthoc`)."""
+    claims, out = [c for c in read_claims() if paper is None or c['paper'] == paper], []
+    for fam in dict.fromkeys((c['paper'], c.get('family') or c['paper']) for c in claims):
+        rows, ins = [], []                                                 # a row per claim, and what `_decide` reads besides
+        for c in (c for c in claims if (c['paper'], c.get('family') or c['paper']) == fam):
+            if bad := {x.strip() for x in (c.get('exclusion') or '').split(',') if x.strip()} - set(_EXCLUSIONS):
+                raise ValueError(f"{c['paper']}: unknown exclusion rule(s) {sorted(bad)} of {c['claim'][:40]!r}; valid: {', '.join(_EXCLUSIONS)}")
+            at = tuple(s for s in scales if s == c['scale']) if c.get('scale') else scales   # a row about one scale reads that one only
+            o, nd = _claim_value(c, at) or {}, int(c['n']) if c['n'] else None
+            fail, late = _condition(c, o), (c.get('condition_declared') or '').strip() == 'after'
+            rows.append(dict(paper=fam[0], claim=c['claim'], kind=c['test'].kind, expect=c['expect'], paper_value=float(c['paper_value']) if c['paper_value'] else None,
+                             value=o.get('value'), sd=o.get('sd'), n=o.get('n'), n_declared=nd, scale=o.get('scale', ''),
+                             partial=bool(o.get('partial') and not (nd and (o['n'] or 1) >= nd)),   # its own seeds complete: not partial
+                             note=_claim_note(c, o['scale']) if o else '', result=c['result'], key=c['key'], unequal=o.get('unequal'), family=fam[1],
+                             schedule=o.get('schedule', '')))
+            ins.append(dict(test=c['test'], c=c, at=at, cond=fail if late else None, unequal=o.get('unequal') if 'early_stopped' in (c.get('exclusion') or '') else None,
+                            reading=f"{c.get('condition_says') or 'true by construction at the recorded state'} ({fail})" if fail and not late
+                            else 'post-hoc (declared after its runs)' if (c.get('declared') or '').strip() == 'after' else None))
+        decl = _decide([r | i for r, i in zip(rows, ins)])
+        post = _decide([r | i | dict(unequal=r['unequal']) for r, i in zip(rows, ins)]) if any(r['unequal'] and not i['unequal'] for r, i in zip(rows, ins)) else decl
+        for r, i, v, a in zip(rows, ins, decl, post):
+            says, rule = i['c'].get('condition_says') or 'its condition fails', "early-stopped comparisons out of Holm's family"
+            r.update(v, posthoc=dict(verdict='reading', rule=f"{says}: {i['cond']}", why='', label=says) if i['cond'] else
+                     dict(verdict=a['verdict'], rule=rule, why=a['why'], label=rule) if a['verdict'] != v['verdict'] else None)
+            if r['value'] is None and (w := _former_value(i['c'], i['at']) or i['c'].get('pending')): r['why'] = w   # a former recipe's value, or what it waits for
+            elif r['unequal'] and not i['unequal'] and v['p'] is not None:      # said, though the declaration does not exclude it
+                r['why'] = '; '.join(x for x in (v['why'], f"its arms trained for different lengths ({r['unequal']}); its declaration has no exclusion rule, so its declared test decides") if x)
+            out.append(r)
     return out
 
 def _verdict_text(r: dict) -> str:
-    """A row's verdict as the tables show it: the declared one (a decided effect whose interval excludes the paper's size says it
-    holds in direction only, at its ratio to the paper's), and beside it a post-hoc reading where one differs."""
+    "A row's verdict as the tables show it: a decided effect outside the paper's size holds in direction (its ratio), then a post-hoc reading that differs."
     v = r['verdict']
     if v == 'reproduced' and r.get('excludes_paper') and r.get('ratio') is not None: v += f" in direction, {r['ratio']:.2f}x the paper's size"
     return v + (f" (post-hoc, {r['posthoc']['rule']}: {r['posthoc']['verdict']})" if r.get('posthoc') else '')
@@ -214,13 +167,10 @@ def _verdict_text(r: dict) -> str:
 _COUNTED = ('reproduced', 'contradicted', 'inconclusive')   # the verdicts of a claim our runs test: a paper's headline rows
 
 def _paper_status(rows: list[dict]) -> str:
-    "Counts of a paper's verdicts (its rows of `claim_verdicts`): the decided and inconclusive claims, then what is not comparable, not run, and the readings and targets."
-    if not rows: return 'no claims recorded yet'
-    n = {}
-    for r in rows: n[r['verdict']] = n.get(r['verdict'], 0) + 1
-    order = ('reproduced', 'contradicted', 'inconclusive', 'not comparable at this scale', 'not run', 'reading', 'met', 'missed')
-    where = sorted({r['scale'] for r in rows if r['scale']})
-    return ', '.join(f'{n[v]} {v}' for v in order if n.get(v)) + (f" ({', '.join(where)} scale)" if where else '')
+    "Counts of a paper's verdicts (its rows of `claim_verdicts`), the decided and inconclusive first, and the scales they are at."
+    n, where = Counter(r['verdict'] for r in rows), sorted({r['scale'] for r in rows if r['scale']})
+    return (', '.join(f'{n[v]} {v}' for v in _COUNTED + ('not comparable at this scale', 'not run', 'reading', 'met', 'missed') if n[v])
+            + (f" ({', '.join(where)} scale)" if where else '')) if rows else 'no claims recorded yet'
 
 # %% ../nbs/05b_claims.ipynb #a3535bb9
 _TESTED = ('effect', 'threshold', 'equivalence')
@@ -243,9 +193,7 @@ def _verdict_words(r: dict) -> str:
     return v + (f", though {s} seeds had the power for the paper's effect" if r.get('powered') else f", about {s} seeds would decide it") if s else v
 
 def headline(paper: str, rows: list[dict] | None = None) -> str:
-    """A paper's sentence for the README, rendered from its records: the claim its `PAPERS` entry words (`says`), with ours, the
-    interval, the paper's value, the seeds and scale, and the verdict; a paper without one (or whose claim has not run) gets its
-    first headline row (a verdict of `_COUNTED`) in the claim's own words."""
+    "A paper's README sentence: the claim its `PAPERS` entry words (`says`), its numbers rendered from its row, else its first headline row's `_claim_line`."
     rows = rows if rows is not None else claim_verdicts(paper)
     res, key, says = PAPERS.get(paper, {}).get('says') or (None, None, None)
     r = next((r for r in rows if (r['result'], r['key']) == (res, key) and r['value'] is not None), None)
@@ -254,21 +202,19 @@ def headline(paper: str, rows: list[dict] | None = None) -> str:
         return _claim_line(h) if h else 'no tested claim has run yet'
     ci = f"{_fmt(r['ci'][0])} to {_fmt(r['ci'][1])}" if r['ci'] else 'none'
     expect = re.sub(r'^(<=|>=|<|>)\s*', lambda m: {'<=': '≤ ', '>=': '≥ ', '<': '< ', '>': '> '}[m.group(1)], r['expect'])
-    text = says.format(ours=_fmt(r['value']), ci=ci, expect=expect, paper=_fmt(r['paper_value']) if r['paper_value'] is not None else '–')
+    text = says.format(ours=_fmt(r['value']), ci=ci, expect=expect, paper=_fmt(r['paper_value']))
     where = ((f"{r['n']} seeds" if (r['n'] or 1) > 1 else 'one run') + f" at {r['scale']} scale" + (f" ({r['schedule']})" if r.get('schedule') else '')
              + (' (partial)' if r.get('partial') else ''))
     post = f"; post-hoc, a {r['posthoc']['verdict']} ({r['posthoc']['label']})" if r.get('posthoc') else ''
     return f"on {where}, {text}: {_verdict_words(r)}{post}"
 
 def claim_lines(paper: str, results: tuple | None = None, kinds: tuple = _TESTED + ('target', 'reading'), rows: list[dict] | None = None) -> str:
-    """A notebook's findings on its claims: one markdown bullet per claim of `paper` on `results` (record names; None: all) whose
-    kind is in `kinds`, decided exactly as RESULTS.md decides it (`claim_verdicts`), so no notebook words a verdict of its own."""
+    "A notebook's findings on its claims: a bullet per claim of `paper` on `results` (None: all) of a kind in `kinds`, decided as in RESULTS.md."
     rows = rows if rows is not None else claim_verdicts(paper)
     return '\n'.join('- ' + _claim_line(r) for r in rows if r['kind'] in kinds and (results is None or r['result'] in results))
 
 def claims_forest(rows: list[dict], title: str = ''):
-    """The forest plot of the tested claims among `rows` (of `claim_verdicts`) that have run, one line per claim: ours with its 95 %
-    interval (colour: its verdict), the paper's effect as a cross, zero as a line; None if none has run."""
+    "The forest plot of the tested claims among `rows` that have run: ours with its 95 % interval (colour: verdict), the paper's effect a cross; None if none."
     tested = [r for r in rows if r['kind'] in _TESTED and r['value'] is not None]
     if not tested: return None
     import matplotlib.pyplot as plt, seaborn as sns
@@ -327,16 +273,12 @@ def _paper_notebook(paper: str, folder: str = 'nbs') -> str | None:
     return nb[0].relative_to(root).as_posix() if nb else None
 
 # %% ../nbs/05b_claims.ipynb #reports0cd
-def _finished(c: dict, scale: str) -> bool:
-    """Whether claim `c` (a row of `read_claims`) is a finished comparison at `scale`: a comparison with the paper (kind effect,
-    equivalence, threshold or absolute) whose value is in a complete record there (no unfinished run, none of a former recipe)."""
-    if c['kind'] not in _TESTED + ('absolute',) or c.get('scale') not in (None, '', scale): return False
-    return any(not rec.get('missing') and not _archived_runs(rec, c['paper'], s) for s, p, rec, v in _records(c, (scale,)))
-
 def _paper_reports(paper: str, scales=('cpu', 'gpu', 'paper')) -> dict[str, str]:
     "`{scale: report}` of `paper`'s executed reports (`reports/<scale>/NN_<paper>.ipynb`) that hold a finished comparison."
-    claims = [c for c in read_claims() if c['paper'] == paper]
-    return {s: nb for s in scales if (nb := _paper_notebook(paper, f'reports/{s}')) and any(_finished(c, s) for c in claims)}
+    claims = [c for c in read_claims() if c['paper'] == paper and c['kind'] in _TESTED + ('absolute',)]   # compared with the paper
+    done = lambda s: any(not rec.get('missing') and not _archived_runs(rec, paper, s)                   # in a complete record of current runs
+                         for c in claims if c.get('scale') in (None, '', s) for _, _, rec, _ in _records(c, (s,)))
+    return {s: nb for s in scales if (nb := _paper_notebook(paper, f'reports/{s}')) and done(s)}
 
 # %% ../nbs/05b_claims.ipynb #costs0cd
 def _scale_costs(scales=('cpu', 'gpu', 'paper'), papers=None, seeds=(0, 1, 2), data_path: str | None = None) -> list[dict]:
@@ -355,20 +297,16 @@ def _scale_costs(scales=('cpu', 'gpu', 'paper'), papers=None, seeds=(0, 1, 2), d
                         est_h=sum(r['est_h'] for r in left if r['est_h']), estimated=sum(bool(r['est_h']) for r in left)))
     return out
 
-def _hours(h: float) -> str: return f'{h:.0f} h' if h >= 10 else f'{h:.1f} h'
-
 def _cost_text(c: dict) -> str:
     "A row of `_scale_costs` in words: the runs done and the hours they took, then what the runs left will take, as far as it is estimated."
     if not c['done'] and not c['estimated']: return f"none of its {c['runs']} runs done; not yet estimated"
-    done = f"{c['done']} of {c['runs']} runs done" + (f" ({_hours(c['done_h'])})" if c['done'] else '')
-    if not c['left']: return done
-    if c['estimated'] == c['left']: return f"{done}; the {c['left']} left: about {_hours(c['est_h'])}"
-    if c['estimated']: return f"{done}; the {c['left']} left: about {_hours(c['est_h'])} for {c['estimated']}, the other {c['left'] - c['estimated']} not yet estimated"
-    return f"{done}; the {c['left']} left: not yet estimated"
+    hours = lambda h: f'{h:.0f} h' if h >= 10 else f'{h:.1f} h'
+    est = f"about {hours(c['est_h'])}" + ('' if c['estimated'] == c['left'] else f" for {c['estimated']}, the other {c['left'] - c['estimated']} not yet estimated")
+    return f"{c['done']} of {c['runs']} runs done" + (f" ({hours(c['done_h'])})" if c['done'] else '') + (
+        f"; the {c['left']} left: {est if c['estimated'] else 'not yet estimated'}" if c['left'] else '')
 
 # %% ../nbs/05b_claims.ipynb #caf5f186
 import statistics
-from .stats import _t_interval
 
 _MEMORIES = (   # (the memory, paper, record, key, sign to read it as a change of test ppl, the base and the pairing)
     ('+ dynamic evaluation (Krause et al.)', 'awd_lstm', 'dynamic_eval', 'test_gain_pct', -1, "the core's models, paired by seed"),
@@ -380,16 +318,11 @@ _MEMORIES = (   # (the memory, paper, record, key, sign to read it as a change o
 
 def _cache_changes(scale: str) -> list[float]:
     "The neural cache's test-ppl change (%) over the core LM, one per core seed probed with a cache (`probe_cache` runs)."
-    out = []
-    for f in sorted((results_dir()/scale/'context_probe'/'runs').glob('probe_cache-s*/record.json')):
-        m = (json.loads(f.read_text()) or {}).get('metrics') or {}
-        if m.get('cache_test_ppl') and m.get('test_ppl'): out.append(100 * (m['cache_test_ppl'] / m['test_ppl'] - 1))
-    return out
+    ms = [(json.loads(f.read_text()) or {}).get('metrics') or {} for f in sorted((results_dir()/scale/'context_probe'/'runs').glob('probe_cache-s*/record.json'))]
+    return [100 * (m['cache_test_ppl'] / m['test_ppl'] - 1) for m in ms if m.get('cache_test_ppl') and m.get('test_ppl')]
 
 def _memory_table(scale: str = 'cpu', rows: list[dict] | None = None) -> str:
-    """Markdown: what each memory of `_MEMORIES` changes in the same AWD-LSTM's PTB test perplexity at `scale` (%, negative:
-    better), with the interval and verdict of its claim where one is paired by seed, else a reading (mean over its n); 'not run'
-    where no record has it."""
+    "Markdown: each memory's change of the same AWD-LSTM's PTB test ppl at `scale` (%), with its claim's interval and verdict where one pairs it by seed, else a reading."
     rows = rows if rows is not None else claim_verdicts()
     span = lambda ci, sign: '{} to {}'.format(*map(_fmt, sorted(sign * x for x in ci))) if ci else ''   # the interval, read as a change
     out = []
@@ -416,15 +349,11 @@ _FOLDS = (   # the rows of a paper's section that are not headline rows, each ki
     (('not run',), 'claim not run yet', 'claims not run yet'))
 
 def _write_results(path: Path | None = None, figs: Path | None = None) -> str:
-    """`RESULTS.md`: a contents list, then per paper in reading order (`PAPERS`) its verdict counts, what Holm's correction
-    guarantees, a forest plot (`figures/claims/<paper>_forest.png`), its headline rows (verdicts of `_COUNTED`) and, folded below them
-    (`<details>`), its other claims by kind; the setting of each scale said once, a row's `why` only where it differs; provenance
-    as links to the records."""
-    from memlm.stats import _family_note
+    "`RESULTS.md` (and `figs/<paper>_forest.png`): a contents list, the memory table, then per paper in reading order its section."
     import matplotlib.pyplot as plt
     path = Path(path or results_dir().parent/'RESULTS.md'); figs = Path(figs or results_dir().parent/'figures'/'claims')
     rows_all = claim_verdicts()
-    order = _reading_order(r['paper'] for r in rows_all)
+    by_paper = {pp: [r for r in rows_all if r['paper'] == pp] for pp in _reading_order(r['paper'] for r in rows_all)}
     title = lambda pp: PAPERS.get(pp, {}).get('title', pp)
     out = ['# Results: the papers\' claims and our verdicts\n',
            'Generated by `make summary` from the records under `results/<scale>/<paper>/` and the declared tests in '
@@ -436,55 +365,42 @@ def _write_results(path: Path | None = None, figs: Path | None = None) -> str:
            'Each paper\'s section opens with its headline rows, the claims our runs test (a verdict of their declared test: reproduced, '
            'contradicted or inconclusive); its absolute numbers, readings, engineering targets and claims not run yet are folded below them.\n',
            '**Contents**\n']
-    by_paper = {pp: [r for r in rows_all if r['paper'] == pp] for pp in order}
-    for i, pp in enumerate(order, 1):
-        role = PAPERS.get(pp, {}).get('role')
-        out.append(f"{i}. [{title(pp)}](#{pp}){f' ({role})' if role else ''}: {_paper_status(by_paper[pp])}")
+    out += [f"{i}. [{title(pp)}](#{pp}){f' ({role})' if (role := PAPERS.get(pp, {}).get('role')) else ''}: {_paper_status(rows)}"
+            for i, (pp, rows) in enumerate(by_paper.items(), 1)]
     out += ['\n## What each memory buys the same AWD-LSTM\n', 'PTB test perplexity at cpu scale, each memory against the AWD-LSTM it is added to '
             '(negative: better). A row paired by seed carries its interval and its claim\'s verdict; the others are readings.\n', _memory_table('cpu', rows_all)]
-    for i, pp in enumerate(order, 1):
-        rows, p = by_paper[pp], PAPERS.get(pp, {})
-        cite = f" ({p['cite']})" if p.get('cite') else ''
+    for i, (pp, rows) in enumerate(by_paper.items(), 1):
+        cite = f" ({PAPERS[pp]['cite']})" if PAPERS.get(pp, {}).get('cite') else ''
         links = [f'`{pp}`'] + [f'[{what}]({nb})' for what, nb in [('notebook', _paper_notebook(pp))] + [
             (f'{s} report', nb) for s, nb in _paper_reports(pp).items()] if nb]
         out.append(f'\n<a id="{pp}"></a>\n\n## {i}. {title(pp)}{cite}\n\n' + ' · '.join(links) + '\n')
         out.append(f"{_paper_status(rows)}. {_family_note(rows)}.\n")
-        notes = {}
-        for r in rows:
-            if r['note']: notes.setdefault(r['scale'], {}).setdefault(r['note'], 0); notes[r['scale']][r['note']] += 1
-        common = {sc: max(n, key=n.get) for sc, n in notes.items()}
-        for sc, note in common.items(): out.append(f"- **Setting at {sc} scale**: {note}")
+        common = {sc: Counter(r['note'] for r in rows if r['note'] and r['scale'] == sc).most_common(1)[0][0]   # each scale's setting, said once
+                  for sc in dict.fromkeys(r['scale'] for r in rows if r['note'])}
+        out += [f"- **Setting at {sc} scale**: {note}" for sc, note in common.items()]
         if fig := claims_forest(rows, title=f'{title(pp)}: tested claims'):
             figs.mkdir(parents=True, exist_ok=True); fig.savefig(figs/f'{pp}_forest.png', dpi=110, bbox_inches='tight'); plt.close(fig)
             out.append(f"\n![{pp}: forest plot]({(figs/f'{pp}_forest.png').relative_to(path.parent)})\n")
         heads = [r for r in rows if r['verdict'] in _COUNTED]
         out.append('\n' + (markdown_table([_results_row(r, common, path) for r in heads]) if heads else
                            '_None of its claims has been tested on our runs yet._\n'))
-        rest = [r for r in rows if r['verdict'] not in _COUNTED]
-        for vs, one, many in _FOLDS + ((None, 'other claim', 'other claims'),):
-            fold = [r for r in rest if (r['verdict'] in vs if vs else all(r['verdict'] not in f[0] for f in _FOLDS))]
+        for vs, one, many in _FOLDS + ((None, 'other claim', 'other claims'),):   # the other rows, folded by kind
+            fold = [r for r in rows if r['verdict'] not in _COUNTED and (r['verdict'] in vs if vs else all(r['verdict'] not in f[0] for f in _FOLDS))]
             if fold: out.append(f"<details><summary>{len(fold)} {one if len(fold) == 1 else many}</summary>\n\n"
                                 + markdown_table([_results_row(r, common, path) for r in fold]) + '\n</details>\n')
-    md = '\n'.join(out)
-    path.write_text(md)
+    path.write_text(md := '\n'.join(out))
     return md
 
 # %% ../nbs/05b_claims.ipynb #e4c382ae
 def unrecorded_claims(paper: str, scale: str) -> list[str]:
     "Claims of `paper` (those about `scale` or any scale) whose record exists at `scale` but does not hold the claim's key."
-    out = []
-    for c in read_claims():
-        if c['paper'] != paper or c.get('scale') not in (None, '', scale): continue   # a row about another scale
-        if (rec := _load_result(paper, c['result'], scale)) is not None and c['key'] not in rec.get('metrics', {}): out.append(f"{c['claim']} ({c['result']}: {c['key']})")
-    return out
+    return [f"{c['claim']} ({c['result']}: {c['key']})" for c in read_claims() if c['paper'] == paper and c.get('scale') in (None, '', scale)
+            and (rec := _load_result(paper, c['result'], scale)) is not None and c['key'] not in rec.get('metrics', {})]
 
 # %% ../nbs/05b_claims.ipynb #6b1f51ca
 def render_findings(exp, says: dict, scale: str, absolute: bool = False, rest: str | None = None) -> str:
-    """Findings as markdown, one bullet per result. `says`: record name (or `(name, claim-key prefix)`) -> `(label, template)`, where
-    `template(metrics, record)` gives a few sentences on the record's numbers; nested under each, the claims on that record (their key
-    starting with the prefix) as `memlm.claims.claim_lines` words and decides them (`absolute`: its absolute claims too, which it leaves
-    to a notebook's tables). A record not written yet is left out; one that lacks a number its template reads says that not every run
-    of it has finished (at smoke scale, where every part runs, that is an error). `rest`: the label under which the claims no bullet showed come last."""
+    """Findings as markdown: a bullet per record of `says` (name, or `(name, claim-key prefix)` -> `(label, template(metrics, record))`) that exists,
+    its claims nested under it as `claim_lines` (`absolute`: those too), then under `rest` the claims no bullet showed; a number a template lacks says not every run has finished (at smoke: an error)."""
     rows, shown, out = claim_verdicts(exp.paper), set(), []
     kinds = dict(kinds=_TESTED + ('target', 'reading', 'absolute')) if absolute else {}   # else claim_lines' default
     def claims(sel: list) -> str:

@@ -5,45 +5,32 @@
 # %% ../nbs/05a_stats.ipynb #bd27647f
 from __future__ import annotations
 import math, re
-from dataclasses import dataclass
+from collections import namedtuple
 from scipy import stats as st
 
 # %% auto #0
 __all__ = ['sd_interval', 'seeds_needed']
 
 # %% ../nbs/05a_stats.ipynb #3b6d47b2
-_KINDS = ('effect', 'equivalence', 'threshold', 'absolute', 'reading', 'target')
 _ALPHA = 0.05
-
-@dataclass(frozen=True)
-class _Test:
-    "A claim's declared test, parsed from its CSV row (`kind`, `expect`, `tol`)."
-    kind: str                       # one of _KINDS
-    side: str | None = None         # '<' or '>': the paper's side of 0 (effect) or of x (threshold, target)
-    x: float | None = None          # the threshold
-    band: tuple | None = None       # (lo, hi) of an equivalence
-    tol: float | None = None        # absolute: the relative band around the paper's number
+_Test = namedtuple('_Test', 'kind side x band tol', defaults=(None,) * 4)   # side: the paper's, '<' or '>' of 0 or of x; band: (lo, hi); tol: relative
+_NUM = r'\s*(-?[0-9.eE+-]+)\s*'
+_EXPECTS = {'effect': (r'([<>])0', "an effect declares the paper's sign, '<0' or '>0'"),     # kind: (the `expect` it takes, what it says when not)
+            'equivalence': (rf'\[{_NUM},{_NUM}\]', "an equivalence is a band '[lo,hi]' with lo < hi"),
+            'threshold': (rf'([<>])={_NUM}', "a threshold is '<=x' or '>=x'"),
+            'absolute': ('close', "an absolute number is 'close' to the paper's (within tol)"), 'reading': ('(?s).*', ''),
+            'target': (rf'([<>])={_NUM}', "a threshold is '<=x' or '>=x'")}
 
 def _parse_test(kind: str, expect: str, tol: str | float | None = None, where: str = '') -> _Test:
     "The declared test of a claim; a kind and an `expect` that do not go together raise, naming the row."
     e, k = (expect or '').strip(), (kind or '').strip()
-    bad = lambda why: ValueError(f"{where}: kind {k!r} with expect {e!r}: {why}")
-    if k not in _KINDS: raise bad(f"unknown kind; valid kinds: {', '.join(_KINDS)}")
-    if k == 'effect':
-        if e not in ('<0', '>0'): raise bad("an effect declares the paper's sign, '<0' or '>0'")
-        return _Test(k, side=e[0])
-    if k in ('threshold', 'target'):
-        m = re.fullmatch(r'(<=|>=)\s*(-?[0-9.eE+-]+)', e)
-        if not m: raise bad("a threshold is '<=x' or '>=x'")
-        return _Test(k, side=m[1][0], x=float(m[2]))
-    if k == 'equivalence':
-        m = re.fullmatch(r'\[\s*(-?[0-9.eE+-]+)\s*,\s*(-?[0-9.eE+-]+)\s*\]', e)
-        if not m or float(m[1]) >= float(m[2]): raise bad("an equivalence is a band '[lo,hi]' with lo < hi")
-        return _Test(k, band=(float(m[1]), float(m[2])))
-    if k == 'absolute':
-        if e != 'close': raise bad("an absolute number is 'close' to the paper's (within tol)")
-        return _Test(k, tol=float(tol) if tol not in (None, '') else 0.1)
-    return _Test(k)
+    m = k in _EXPECTS and re.fullmatch(_EXPECTS[k][0], e)
+    if not m or k == 'equivalence' and float(m[1]) >= float(m[2]):
+        raise ValueError(f"{where}: kind {k!r} with expect {e!r}: {_EXPECTS[k][1] if k in _EXPECTS else 'unknown kind; valid kinds: ' + ', '.join(_EXPECTS)}")
+    if k == 'effect': return _Test(k, side=m[1])
+    if k in ('threshold', 'target'): return _Test(k, side=m[1], x=float(m[2]))
+    if k == 'equivalence': return _Test(k, band=(float(m[1]), float(m[2])))
+    return _Test(k, tol=float(tol) if tol not in (None, '') else 0.1) if k == 'absolute' else _Test(k)
 
 # %% ../nbs/05a_stats.ipynb #a241aee7
 def _t_interval(mean: float, sd: float, n: int, level: float = 1 - _ALPHA) -> tuple[float, float] | None:
@@ -55,42 +42,21 @@ def _t_interval(mean: float, sd: float, n: int, level: float = 1 - _ALPHA) -> tu
 def sd_interval(sd: float, n: int, level: float = 1 - _ALPHA) -> tuple[float, float] | None:
     "The `level` interval of a standard deviation estimated from n values (chi-square, normal data); None below 2."
     if n is None or n < 2 or sd is None or math.isnan(sd): return None
-    df = n - 1
-    return (sd * math.sqrt(df / st.chi2.ppf(0.5 + level / 2, df)), sd * math.sqrt(df / st.chi2.ppf(0.5 - level / 2, df)))
-
-def _tail(t: float, df: int, upper: bool) -> float:
-    "P(T > t) (upper) or P(T < t) for Student's t; exact for t = ±inf (a sd of 0)."
-    return float(st.t.sf(t, df) if upper else st.t.cdf(t, df))
-
-def _t(mean, ref, sd, n):
-    d = mean - ref
-    if sd == 0: return math.copysign(math.inf, d) if d else 0.
-    return d / (sd / math.sqrt(n))
+    return tuple(sd * math.sqrt((n - 1) / st.chi2.ppf(0.5 + q, n - 1)) for q in (level / 2, -level / 2))
 
 def _decision(test: _Test, mean: float, sd: float, n: int) -> tuple[float, str]:
     "`(p, verdict)`: the smallest α at which the (1 − α) interval decides, and what it would decide."
-    df = n - 1
-    if test.kind == 'effect':
-        t = _t(mean, 0., sd, n)
-        p = min(1., 2 * _tail(abs(t), df, True)) if t else 1.
-        return p, ('reproduced' if (t < 0) == (test.side == '<') else 'contradicted')
-    if test.kind == 'threshold':
-        t = _t(mean, test.x, sd, n)
-        ok = (t < 0) if test.side == '<' else (t > 0)
-        return (min(1., 2 * _tail(abs(t), df, True)) if t else 1.), ('reproduced' if ok else 'contradicted')
-    if test.kind in ('equivalence', 'absolute'):
-        lo, hi = test.band
-        if lo < mean < hi:                                   # inside: both one-sided tests (TOST), at α/2 each as the interval
-            p = 2 * max(_tail(_t(mean, lo, sd, n), df, True), _tail(_t(mean, hi, sd, n), df, False))
-            return min(1., p), 'reproduced'
-        edge, up = (hi, True) if mean >= hi else (lo, False)
-        return min(1., 2 * _tail(_t(mean, edge, sd, n), df, up)), 'contradicted'
-    raise ValueError(f'{test.kind!r} claims are not tested')
+    t = lambda ref: (mean - ref) / (sd / math.sqrt(n)) if sd else math.copysign(math.inf, mean - ref) if mean != ref else 0.   # sd 0: a point
+    if test.kind in ('effect', 'threshold'):                 # twice the one-sided test on the side the mean is
+        tt = t(test.x or 0.)
+        return float(min(1., 2 * st.t.sf(abs(tt), n - 1))), ('reproduced' if (tt < 0) == (test.side == '<') else 'contradicted')
+    lo, hi = test.band                                       # an equivalence: inside, both one-sided tests (TOST); outside, the nearer edge's
+    if lo < mean < hi: return float(min(1., 2 * max(st.t.sf(t(lo), n - 1), st.t.cdf(t(hi), n - 1)))), 'reproduced'
+    return float(min(1., 2 * (st.t.sf(t(hi), n - 1) if mean >= hi else st.t.cdf(t(lo), n - 1)))), 'contradicted'
 
 # %% ../nbs/05a_stats.ipynb #d3818075
 def _holm(ps: list[float | None], alpha: float = _ALPHA) -> dict[int, tuple[float, bool]]:
-    """Holm's step-down procedure over `ps` (None: not tested): `{i: (level, rejected)}` for each tested claim, its level α / (m − k)
-    at its rank k by p, rejected while it and every claim ranked before it pass their levels."""
+    "Holm's step-down procedure over `ps` (None: not tested): `{i: (its level α / (m − k) at its rank k by p, rejected)}`."
     idx = sorted((i for i, p in enumerate(ps) if p is not None), key=lambda i: ps[i])
     out, ok = {}, True
     for k, i in enumerate(idx):
@@ -99,16 +65,13 @@ def _holm(ps: list[float | None], alpha: float = _ALPHA) -> dict[int, tuple[floa
 
 # %% ../nbs/05a_stats.ipynb #f8cff819
 def _power(delta: float, sd: float, n: int, alpha: float = _ALPHA) -> float:
-    "Power of the two-sided one-sample (paired) t-test at n seeds for a true mean `delta` and sd `sd`."
+    """Power of the two-sided paired t-test at n seeds for a true mean `delta` and sd `sd`: the noncentral t, or where scipy's is nan
+    (far in its tail) P(|T'| > c) as an average over the sd estimate: T' = (Z + nc)/√(V/df), V ~ χ²(df)."""
     if n < 2: return 0.
-    df, nc = n - 1, abs(delta) * math.sqrt(n) / sd
-    c = st.t.ppf(1 - alpha / 2, df)
-    p = st.nct.sf(c, df, nc) + st.nct.cdf(-c, df, nc)
-    return float(p if math.isfinite(p) else _power_by_integral(c, df, nc))   # scipy's nct is nan far in its tail (large δ√n/σ)
-
-def _power_by_integral(c: float, df: int, nc: float) -> float:
-    "P(|T'| > c) as an average over the sd estimate: T' = (Z + nc)/√(V/df) with V ~ χ²(df), so P = E_V[Φ(nc − c√(V/df)) + Φ(−nc − c√(V/df))]."
-    return min(1., st.chi2.expect(lambda v: st.norm.cdf(nc - c * math.sqrt(v / df)) + st.norm.cdf(-nc - c * math.sqrt(v / df)), args=(df,)))
+    df, nc, c = n - 1, abs(delta) * math.sqrt(n) / sd, st.t.ppf(1 - alpha / 2, n - 1)
+    if math.isfinite(p := st.nct.sf(c, df, nc) + st.nct.cdf(-c, df, nc)): return float(p)
+    s = lambda v: c * math.sqrt(v / df)
+    return float(min(1., st.chi2.expect(lambda v: st.norm.cdf(nc - s(v)) + st.norm.cdf(-nc - s(v)), args=(df,))))
 
 def seeds_needed(delta: float | None, sd: float | None, alpha: float = _ALPHA, target: float = 0.8, n_max: int = 1000) -> int | None:
     "The smallest n >= 2 with `_power >= target` for effect `delta` at sd `sd`; None without both (or beyond `n_max`)."
@@ -117,69 +80,54 @@ def seeds_needed(delta: float | None, sd: float | None, alpha: float = _ALPHA, t
     z = (st.norm.ppf(1 - alpha / 2) + st.norm.ppf(target)) * sd / abs(delta)
     if not abs(z) < math.sqrt(n_max + 3): return None   # the count would start past n_max; also a nan or diverged (inf) sd (no z² overflow)
     start = max(2, int(z * z) - 2)                       # the normal approximation is never above the t answer by more than this
-    for n in range(start, n_max + 1):
-        if _power(delta, sd, n, alpha) >= target: return n
-    return None
+    return next((n for n in range(start, n_max + 1) if _power(delta, sd, n, alpha) >= target), None)
 
 # %% ../nbs/05a_stats.ipynb #c7849356
 def _decide(claims: list[dict], alpha: float = _ALPHA) -> list[dict]:
-    """Verdicts for one paper's claims. Each claim: `test` (a `_Test`), `paper` (its number or None), `n_declared`, and ours:
-    `value`, `sd`, `n`, `scale` (value None: not run), and optionally `unequal` (why its arms did not train on one schedule, where
-    the claim declared that rule: undecided, out of Holm's family), `construction` (why its arms are equal by construction at the
-    recorded state, a declared condition that fails: a reading, out of the family) and `posthoc` (why it was declared after its
-    runs: a reading). Returns, per claim: verdict, ci, p, why, seeds_needed, ratio."""
-    out, ps = [], []
+    """Verdicts for one family of claims, each `test`, `paper_value`, `n_declared` and ours (`value`, `sd`, `n`, `scale`; value None: not run),
+    optionally `unequal` (why its arms trained for different lengths: undecided) or `reading` (why its test is only a reading): both out of Holm's family."""
+    out = []
     for c in claims:
-        t, v, sd, n, nd = c['test'], c.get('value'), c.get('sd'), c.get('n') or 1, c.get('n_declared')
-        r = dict(verdict=None, ci=None, p=None, why='', seeds_needed=None, ratio=None, powered=False, excludes_paper=None)
-        if t.kind == 'absolute' and c.get('paper') is not None: t = _Test('equivalence', band=tuple(sorted((c['paper'] * (1 - t.tol), c['paper'] * (1 + t.tol)))))\
-            if c.get('scale') == 'paper' else t
-        if v is None: r['verdict'] = 'not run'
-        elif t.kind == 'reading': r['verdict'] = 'reading'
-        elif t.kind == 'absolute': r['verdict'] = 'not comparable at this scale'
-        elif t.kind == 'target': r['verdict'] = 'met' if (v <= t.x if t.side == '<' else v >= t.x) else 'missed'
-        elif why := c.get('construction') or c.get('posthoc') and f"post-hoc ({c['posthoc']})":   # equal arms by construction, or declared after its runs
-            r['verdict'], r['ci'], r['why'] = 'reading', _t_interval(v, sd, n), f'{why}: a reading, not a test'
-        elif not (math.isfinite(v) and (sd is None or math.isfinite(sd))):   # a run diverged: no interval, nothing to test
-            r['verdict'], r['why'] = 'inconclusive', f'not finite ({v:g}): a run diverged, so there is no interval'
+        t, v, sd, n, nd, pv = c['test'], c.get('value'), c.get('sd'), c.get('n') or 1, c.get('n_declared'), c.get('paper_value')
+        r = dict(verdict='inconclusive', ci=None, p=None, why='', seeds_needed=None, ratio=None, powered=False, excludes_paper=None); out.append(r)
+        if t.kind == 'absolute' and pv is not None and c.get('scale') == 'paper': t = _Test('equivalence', band=tuple(sorted((pv * (1 - t.tol), pv * (1 + t.tol)))))
+        if v is None or t.kind in ('reading', 'absolute', 'target'):
+            r['verdict'] = ('not run' if v is None else 'reading' if t.kind == 'reading' else 'not comparable at this scale' if t.kind == 'absolute'
+                            else 'met' if (v <= t.x if t.side == '<' else v >= t.x) else 'missed')
+        elif c.get('reading'): r['verdict'], r['ci'], r['why'] = 'reading', _t_interval(v, sd, n), f"{c['reading']}: a reading, not a test"
+        elif not (math.isfinite(v) and (sd is None or math.isfinite(sd))): r['why'] = f'not finite ({v:g}): a run diverged, so there is no interval'
         elif (u := c.get('unequal')) and t.kind in ('effect', 'equivalence'):   # its arms trained for different lengths: not a fair comparison
-            r['ci'] = _t_interval(v, sd, n)
-            r['verdict'], r['why'] = 'inconclusive', (f'its arms trained for different lengths ({u}), not on one fixed schedule: '
-                                                      'no interval decides it until they train on one')
+            r['ci'], r['why'] = _t_interval(v, sd, n), (f'its arms trained for different lengths ({u}), not on one fixed schedule: '
+                                                        'no interval decides it until they train on one')
         else:
-            r['ci'] = _t_interval(v, sd, n)
-            ref = c.get('paper') if t.kind == 'effect' else (t.x if t.kind == 'threshold' else None)
-            if t.kind == 'effect' and c.get('paper'): r['ratio'] = v / c['paper']
-            if nd is not None and n > nd: r['verdict'], r['why'] = 'reading', f'n={n} seeds, more than the {nd} declared'
-            elif r['ci'] is None or (nd is not None and n < nd):
-                r['verdict'], r['why'] = 'inconclusive', (f'n={n} of the {nd} seeds declared' if nd and n < nd else 'one seed: no interval')
-            else: r['p'], r['_would'] = _decision(t, v, sd, n)
-            delta = (ref if t.kind == 'effect' else (v - ref if ref is not None else None)) if ref is not None else v
+            r['ci'], ref = _t_interval(v, sd, n), pv if t.kind == 'effect' else t.x
+            if t.kind == 'effect' and pv: r['ratio'] = v / pv
+            delta = v if ref is None else ref if t.kind == 'effect' else v - ref
             r['seeds_needed'] = seeds_needed(delta, sd) if sd else None
-            if r['p'] is not None:                                                 # tested at its declared n
+            if nd is not None and n > nd: r['verdict'], r['why'] = 'reading', f'n={n} seeds, more than the {nd} declared'
+            elif r['ci'] is None or (nd is not None and n < nd): r['why'] = f'n={n} of the {nd} seeds declared' if nd and n < nd else 'one seed: no interval'
+            else:                                                                   # tested at its declared n
+                r['p'], r['_would'] = _decision(t, v, sd, n)
                 r['_need'] = (delta, sd, n, {'effect': "the paper's effect", 'threshold': 'its margin to the threshold'}.get(t.kind) if ref is not None
                               else 'an effect of this size')
-                pv, (lo, hi) = c.get('paper'), r['ci']
-                if t.kind == 'effect' and pv is not None and not lo <= pv <= hi:   # the interval excludes the paper's effect
-                    r['excludes_paper'] = 'smaller' if (pv > hi) == (pv > 0) else 'larger'
+                if t.kind == 'effect' and pv is not None and not r['ci'][0] <= pv <= r['ci'][1]:   # the interval excludes the paper's effect
+                    r['excludes_paper'] = 'smaller' if (pv > r['ci'][1]) == (pv > 0) else 'larger'
                     r['_need'] = (v, sd, n, 'our effect (the paper\'s is outside the interval)')   # sized at what the data say, not at the paper's
-        ps.append(r['p']); out.append(r)
-    holm = _holm(ps, alpha)                                                 # Holm's level at each tested claim's rank, and its decision
+    holm = _holm([r['p'] for r in out], alpha)                               # Holm's level at each tested claim's rank, and its decision
     for i, r in enumerate(out):
         would, need = r.pop('_would', None), r.pop('_need', None)
         if r['p'] is None: continue
         level, ok = holm[i]
-        r['verdict'] = would if ok else 'inconclusive'
-        if ok: continue
+        if ok: r['verdict'] = would; continue
         delta, sd, n, what = need                                          # the seeds that would decide it at its rank's level
         r['seeds_needed'] = seeds_needed(delta, sd, level) if sd else None
-        r['powered'] = bool(r['seeds_needed'] and n >= r['seeds_needed'])  # these n had 80 % _power for it at that level
+        r['powered'] = bool(r['seeds_needed'] and n >= r['seeds_needed'])  # these n had 80 % power for it at that level
         at = f"α/{round(alpha / level)} = {level:.2g}"                        # Holm's level at its rank
         if r['p'] <= level:                                             # Holm's procedure stops at the first claim that fails
             r['why'] = f"p = {r['p']:.2g} passes its rank's level ({at}), but a claim with a smaller p did not, and Holm's procedure stops there"
         else:
             r['why'] = f"p = {r['p']:.2g} does not pass Holm's level at its rank ({at})"
-            if r['powered']: r['why'] += f"; {r['seeds_needed']} seeds would already have 80 % _power at that level for {what} (these are at least as many)"
+            if r['powered']: r['why'] += f"; {r['seeds_needed']} seeds would already have 80 % power at that level for {what} (these are at least as many)"
             elif r['seeds_needed']: r['why'] += f"; about {r['seeds_needed']} seeds would decide {what} at that level"
         if r['excludes_paper']: r['why'] += f"; the interval excludes the paper's effect: ours is {r['excludes_paper']}, so the seeds are counted at our effect, and they would decide it the other way or in direction only"
     return out
