@@ -213,10 +213,9 @@ def claims_forest(rows: list[dict], title: str = ''):
     if not tested: return None
     import matplotlib.pyplot as plt, seaborn as sns
     sns.set_theme(style='whitegrid', font_scale=0.8)
-    colours = {'reproduced': 'tab:green', 'contradicted': 'tab:red', 'inconclusive': 'tab:gray'}
     fig, ax = plt.subplots(figsize=(7.5, 0.32 * len(tested) + 1.0))
     for i, r in enumerate(tested):
-        c = colours.get(r['verdict'], 'tab:gray')
+        c = {'reproduced': 'tab:green', 'contradicted': 'tab:red'}.get(r['verdict'], 'tab:gray')
         lo, hi = r['ci'] or (r['value'], r['value'])
         ax.plot([lo, hi], [i, i], color=c, lw=2); ax.plot([r['value']], [i], 'o', color=c, ms=5)
         if r['kind'] == 'effect' and r['paper_value'] is not None: ax.plot([r['paper_value']], [i], 'x', color='black', ms=6)
