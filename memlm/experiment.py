@@ -527,10 +527,10 @@ def _promote(w: Path, d: Path):
     w.rmdir()
 
 def _same_numbers(a, b, rel: float = 1e-9) -> bool:
-    "Whether two runs' metrics agree but for their timings (a key with 'time' in it, or ending in '_s'): floats to `rel`."
+    "Whether two runs' metrics agree but for their timings (a key with 'time' in it, ending in '_s', or starting 'sec_' or 's_per_'): floats to `rel`."
     a, b = _jsonable(a), _jsonable(b)
     if isinstance(a, dict) and isinstance(b, dict):
-        keep = lambda m: {k for k in m if 'time' not in k and not k.endswith('_s')}
+        keep = lambda m: {k for k in m if not ('time' in k or k.endswith('_s') or k.startswith(('sec_', 's_per_')))}
         return keep(a) == keep(b) and all(_same_numbers(a[k], b[k], rel) for k in keep(a))
     if isinstance(a, list) and isinstance(b, list): return len(a) == len(b) and all(_same_numbers(x, y, rel) for x, y in zip(a, b))
     if isinstance(a, float) or isinstance(b, float): return all(isinstance(x, (int, float)) for x in (a, b)) and math.isclose(a, b, rel_tol=rel)
